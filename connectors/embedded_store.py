@@ -1,0 +1,144 @@
+"""The embedded vector store: exact cosine kNN over a memory-mapped float32 matrix.
+
+On disk a store is a directory holding `vectors.npy` (unit rows, float32), `records.jsonl`
+(id, content, metadata per row, same order) and `manifest.json` (dimension, count).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from connectors.chunk_record import ChunkRecord
+from connectors.errors import (
+    DimensionMismatchError,
+    InvalidInputError,
+    KnowledgeSearchError,
+    StoreNotFoundError,
+)
+from connectors.metadata_filter import FilterIndex
+from connectors.search_port import SearchHit, SearchOutcome, SearchRequest
+
+VECTORS_FILE = "vectors.npy"
+RECORDS_FILE = "records.jsonl"
+MANIFEST_FILE = "manifest.json"
+
+
+class EmbeddedStore:
+    """Exact kNN: one BLAS matrix product per batch, top-k by argpartition.
+
+    Scores are (1 + cosine) / 2, the scale Elasticsearch reports for cosine similarity.
+
+    >>> store = EmbeddedStore.open("data/store")          # doctest: +SKIP
+    >>> store.search([SearchRequest(vector=(1.0, 0.0), k=3)])  # doctest: +SKIP
+    """
+
+    def __init__(self, vectors: np.ndarray, records: list[dict[str, Any]]) -> None:
+        self._vectors = vectors
+        self._records = records
+        self._filters = FilterIndex([r["metadata"] for r in records])
+
+    @classmethod
+    def open(cls, path: str | Path) -> EmbeddedStore:
+        """Opens a store directory, memory-mapping its vectors."""
+        root = Path(path)
+        if not (root / MANIFEST_FILE).is_file():
+            raise StoreNotFoundError(
+                f"search.embedded.path={str(root)!r}: no embedded store there "
+                "(build one with `rag-evidence index`)"
+            )
+        vectors = np.load(root / VECTORS_FILE, mmap_mode="r")
+        with open(root / RECORDS_FILE, encoding="utf-8") as lines:
+            records = [json.loads(line) for line in lines]
+        return cls(vectors, records)
+
+    @property
+    def dimension(self) -> int:
+        return int(self._vectors.shape[1])
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def search(self, requests: Sequence[SearchRequest]) -> list[SearchOutcome]:
+        outcomes: list[SearchOutcome] = [[] for _ in requests]
+        valid = [i for i, r in enumerate(requests) if self._check(r, outcomes, i)]
+        if not valid or not self._records:
+            return outcomes
+        queries = np.asarray([requests[i].vector for i in valid], dtype=np.float32)
+        queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+        similarities = queries @ self._vectors.T
+        for row, i in enumerate(valid):
+            outcomes[i] = self._top_k(similarities[row], requests[i])
+        return outcomes
+
+    def close(self) -> None:
+        self._vectors = np.empty((0, self.dimension), dtype=np.float32)
+
+    def _check(self, request: SearchRequest, outcomes: list[SearchOutcome], i: int) -> bool:
+        error: KnowledgeSearchError | None = None
+        if len(request.vector) != self.dimension:
+            mismatch = DimensionMismatchError("vector", len(request.vector), self.dimension)
+            error = KnowledgeSearchError(str(mismatch), causes=[mismatch])
+        elif not np.any(np.asarray(request.vector)):
+            error = KnowledgeSearchError("vector is all zeros: cosine similarity is undefined")
+        if error is not None:
+            outcomes[i] = error
+        return error is None
+
+    def _top_k(self, similarities: np.ndarray, request: SearchRequest) -> list[SearchHit]:
+        rows = self._filters.matching_rows(request.filters)
+        scores = similarities if rows is None else similarities[rows]
+        k = min(request.k, scores.shape[0])
+        if k == 0:
+            return []
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.lexsort((top, -scores[top]))]
+        picked = top if rows is None else rows[top]
+        return [self._hit(int(row), float(scores[t])) for row, t in zip(picked, top, strict=True)]
+
+    def _hit(self, row: int, cosine: float) -> SearchHit:
+        record = self._records[row]
+        return SearchHit(
+            id=record["id"],
+            score=(1.0 + cosine) / 2.0,
+            content=record["content"],
+            metadata=record["metadata"],
+        )
+
+
+def write_store(path: str | Path, records: Iterable[ChunkRecord]) -> int:
+    """Writes `records` as a new store at `path` (replacing one there) and returns the count.
+
+    Raises:
+        InvalidInputError: two records share an id, or their vector lengths differ.
+    """
+    root = Path(path)
+    root.mkdir(parents=True, exist_ok=True)
+    seen: set[str] = set()
+    rows: list[np.ndarray] = []
+    with open(root / RECORDS_FILE, "w", encoding="utf-8") as out:
+        for record in records:
+            _check_record(record, seen, rows)
+            vector = np.asarray(record.vector, dtype=np.float32)
+            rows.append(vector / np.linalg.norm(vector))
+            line = {"id": record.id, "content": record.content, "metadata": record.metadata}
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+    dimension = rows[0].shape[0] if rows else 0
+    matrix = np.vstack(rows) if rows else np.zeros((0, dimension), dtype=np.float32)
+    np.save(root / VECTORS_FILE, matrix.astype(np.float32))
+    manifest = {"dimension": dimension, "count": len(rows), "format": 1}
+    (root / MANIFEST_FILE).write_text(json.dumps(manifest) + "\n", encoding="utf-8")
+    return len(rows)
+
+
+def _check_record(record: ChunkRecord, seen: set[str], rows: list[np.ndarray]) -> None:
+    if record.id in seen:
+        raise InvalidInputError("id", record.id, "appears twice; chunk ids must be unique")
+    seen.add(record.id)
+    if rows and len(record.vector) != rows[0].shape[0]:
+        expected = rows[0].shape[0]
+        raise DimensionMismatchError(f"vector of {record.id!r}", len(record.vector), expected)

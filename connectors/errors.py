@@ -1,0 +1,72 @@
+"""Every exception rag-evidence raises, under one base class.
+
+Each message names the field (or setting) and the bad value, so a dead-letter line or a
+failed start-up says what to fix without reading the code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class RagEvidenceError(Exception):
+    """Base class of all errors raised by rag-evidence."""
+
+
+class ConfigError(RagEvidenceError):
+    """A setting is unknown, malformed, or out of range."""
+
+    def __init__(self, key: str, value: object, reason: str) -> None:
+        self.key = key
+        self.value = value
+        super().__init__(f"config {key}={value!r}: {reason}")
+
+
+class InvalidInputError(RagEvidenceError):
+    """An input record (query line, chunk record) has a bad field."""
+
+    def __init__(self, field: str, value: object, reason: str) -> None:
+        self.field = field
+        self.value = value
+        super().__init__(f"{field}={_short(value)}: {reason}")
+
+
+class DimensionMismatchError(RagEvidenceError):
+    """A vector's length differs from the store's or embedder's dimension."""
+
+    def __init__(self, field: str, actual: int, expected: int) -> None:
+        self.field = field
+        self.actual = actual
+        self.expected = expected
+        super().__init__(
+            f"{field} has {actual} dimensions but the store expects {expected}"
+        )
+
+
+class KnowledgeSearchError(RagEvidenceError):
+    """A search request failed; `retryable` tells whether trying again may help."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, causes: Sequence[BaseException] = ()) -> None:
+        self.causes = tuple(causes)
+        super().__init__(message)
+
+
+class SearchUnavailableError(KnowledgeSearchError):
+    """The search backend could not be reached or kept failing after all retries."""
+
+    retryable = True
+
+
+class SearchRejectedError(KnowledgeSearchError):
+    """The backend refused the request itself (bad filter, bad mapping, 4xx): do not retry."""
+
+
+class StoreNotFoundError(KnowledgeSearchError):
+    """The configured store (directory or index) does not exist or is not usable."""
+
+
+def _short(value: object, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

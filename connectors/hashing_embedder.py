@@ -1,0 +1,56 @@
+"""A dependency-free, deterministic embedder: signed feature hashing of words and bigrams."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from connectors.errors import ConfigError, InvalidInputError
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+class HashingEmbedder:
+    """Feature-hashes lower-cased word unigrams and bigrams into `dimension` buckets.
+
+    The same text always gives the same vector, on any machine and Python version
+    (blake2b, not Python's salted `hash`). Vectors are L2-normalised.
+
+    >>> HashingEmbedder(64).embed(["open a file"]).shape
+    (1, 64)
+    """
+
+    def __init__(self, dimension: int = 384) -> None:
+        if dimension < 2:
+            raise ConfigError("embedder.dim", dimension, "must be at least 2")
+        self._dimension = dimension
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        matrix = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            features = _features(text)
+            if not features:
+                raise InvalidInputError("text", text, "has no words to embed")
+            for feature in features:
+                bucket, sign = self._bucket(feature)
+                matrix[row, bucket] += sign
+            matrix[row] /= np.linalg.norm(matrix[row])
+        return matrix
+
+    def _bucket(self, feature: str) -> tuple[int, float]:
+        digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+        value = int.from_bytes(digest, "little")
+        return value % self._dimension, 1.0 if (value >> 63) & 1 else -1.0
+
+
+def _features(text: str) -> list[str]:
+    words = _TOKEN.findall(text.lower())
+    return words + [f"{a} {b}" for a, b in itertools.pairwise(words)]

@@ -1,0 +1,63 @@
+"""The KnowledgeSearchPort: the one boundary through which candidates are recalled."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from connectors.errors import KnowledgeSearchError
+
+FilterValue = str | int | float | bool
+
+
+class SearchRequest(BaseModel):
+    """One kNN request: a query vector, how many hits, and equality filters on metadata."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    vector: tuple[float, ...]
+    k: int = Field(ge=1)
+    filters: dict[str, FilterValue | list[FilterValue]] = Field(default_factory=dict)
+
+
+class SearchHit(BaseModel):
+    """One hit as the backend reports it. `score` is on the (1 + cosine) / 2 scale."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str | None
+    score: float
+    content: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+SearchOutcome = list[SearchHit] | KnowledgeSearchError
+
+
+@runtime_checkable
+class KnowledgeSearchPort(Protocol):
+    """Answers batches of kNN requests.
+
+    Contract:
+    - `search` returns exactly one outcome per request, in request order: the hits, best
+      first, at most `k` of them, or the `KnowledgeSearchError` that failed that request
+      alone (a wrong dimension, a rejected filter, a sub-request that kept failing).
+    - `search` raises `KnowledgeSearchError` (usually `SearchUnavailableError`) only when the
+      whole batch failed, after whatever retries the adapter does.
+    - A filter value that is a list matches any of its items; several filters all must match.
+    - `dimension` is the vector length the store holds.
+    - `close` releases connections and files; the port is not used after it.
+    """
+
+    @property
+    def dimension(self) -> int: ...
+
+    def search(self, requests: Sequence[SearchRequest]) -> list[SearchOutcome]: ...
+
+    def close(self) -> None: ...
+
+
+PortFactory = Callable[[], KnowledgeSearchPort]
+"""A picklable callable that opens a port; DoFns call it in `setup`, never pickling a client."""

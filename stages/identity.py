@@ -1,0 +1,132 @@
+"""IdentityNormalize: give every recalled hit its chunk identity and evidence key."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import apache_beam as beam
+
+from stages import counters
+from stages.models import Candidate, QueryCandidates, QueryHits, RecalledHit
+
+Report = Callable[[str], None]
+"""Called with a counter name each time something worth counting happens."""
+
+FALLBACK_IDENTITY = "fallback_identities"
+INVALID_CHUNK_INDEX = "invalid_chunk_index"
+IDENTITY_CONFLICT = "identity_conflicts"
+
+_DIGITS = re.compile(r"[0-9]+")
+_ABSENT = object()
+
+
+def _ignore(_: str) -> None:
+    return None
+
+
+def evidence_key(doc_id: str | None, chunk_index: int | None, hit_id: str | None,
+                 source: str, content: str) -> str:
+    """`{doc_id}#chunk-{chunk_index}`, else `vector:{id}`, else a content hash key."""
+    if doc_id is not None and chunk_index is not None:
+        return f"{doc_id}#chunk-{chunk_index}"
+    if hit_id:
+        return f"vector:{hit_id}"
+    digest = hashlib.sha256((source + content).encode("utf-8")).hexdigest()
+    return f"content:{digest[:16]}"
+
+
+def to_candidate(recalled: RecalledHit, report: Report = _ignore) -> Candidate:
+    """Resolves one hit's identity from its metadata (see README, "Identity rules")."""
+    hit, metadata = recalled.hit, recalled.hit.metadata
+    doc_id = _parse_doc_id(_pick(metadata, "docId", "doc_id", report))
+    chunk_index = _parse_chunk_index(_pick(metadata, "chunkIndex", "chunk_index", report), report)
+    named_source = _source(metadata)
+    key = evidence_key(doc_id, chunk_index, hit.id, named_source or doc_id or "", hit.content)
+    if doc_id is None or chunk_index is None:
+        report(FALLBACK_IDENTITY)
+    return Candidate(
+        evidence_key=key,
+        doc_id=doc_id,
+        chunk_index=chunk_index,
+        source=named_source or doc_id or key,
+        content=hit.content,
+        score=hit.score,
+        hit_reasons=(recalled.reason,),
+        recall_order=recalled.recall_order,
+        metadata=metadata,
+    )
+
+
+def normalize_identities(hits: Sequence[RecalledHit], report: Report = _ignore) -> list[Candidate]:
+    """IdentityNormalize over one query's hits."""
+    return [to_candidate(hit, report) for hit in hits]
+
+
+def _pick(metadata: Mapping[str, Any], camel: str, snake: str, report: Report) -> Any:
+    camel_value = metadata.get(camel, _ABSENT)
+    snake_value = metadata.get(snake, _ABSENT)
+    if camel_value is _ABSENT:
+        return snake_value
+    if snake_value is not _ABSENT and snake_value != camel_value:
+        report(IDENTITY_CONFLICT)
+    return camel_value
+
+
+def _parse_doc_id(value: Any) -> str | None:
+    if isinstance(value, bool) or value is _ABSENT or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, str) and value.strip():
+        return value
+    return None
+
+
+def _parse_chunk_index(value: Any, report: Report) -> int | None:
+    if value is _ABSENT:
+        return None
+    parsed = _as_index(value)
+    if parsed is None:
+        report(INVALID_CHUNK_INDEX)
+    return parsed
+
+
+def _as_index(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) and value.is_integer() and value >= 0 else None
+    if isinstance(value, str) and _DIGITS.fullmatch(value):
+        return int(value)
+    return None
+
+
+def _source(metadata: Mapping[str, Any]) -> str | None:
+    for field in ("source", "path"):
+        value = metadata.get(field)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def _normalize(query_hits: QueryHits) -> QueryCandidates:
+    candidates = normalize_identities(query_hits.hits, counters.count)
+    return QueryCandidates(query_id=query_hits.query_id, candidates=tuple(candidates))
+
+
+class IdentityNormalize(beam.PTransform[beam.PCollection[QueryHits],
+                                         beam.PCollection[QueryCandidates]]):
+    """QueryHits -> QueryCandidates with chunk identity and evidence keys.
+
+    >>> candidates = hits | IdentityNormalize()  # doctest: +SKIP
+    """
+
+    def expand(self, hits: beam.PCollection[QueryHits]) -> beam.PCollection[QueryCandidates]:
+        return hits | "NormalizeIdentity" >> beam.Map(_normalize).with_output_types(
+            QueryCandidates)

@@ -1,0 +1,149 @@
+"""The records that flow through the pipeline, one element per query (pydantic v2, frozen)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from connectors.search_port import FilterValue, SearchHit
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class Query(BaseModel):
+    """One input query: text to embed, or one or more ready vectors, plus metadata filters."""
+
+    model_config = _FROZEN
+
+    id: str = Field(min_length=1)
+    text: str | None = None
+    vector: tuple[float, ...] | None = None
+    vectors: tuple[tuple[float, ...], ...] | None = None
+    filters: dict[str, FilterValue | list[FilterValue]] = Field(default_factory=dict)
+
+    @field_validator("vector")
+    @classmethod
+    def _vector_is_finite(cls, vector: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        if vector is not None:
+            _check_vector(vector)
+        return vector
+
+    @field_validator("vectors")
+    @classmethod
+    def _vectors_are_finite(
+        cls, vectors: tuple[tuple[float, ...], ...] | None
+    ) -> tuple[tuple[float, ...], ...] | None:
+        if vectors is not None:
+            if not vectors:
+                raise ValueError("must hold at least one vector when present")
+            for vector in vectors:
+                _check_vector(vector)
+        return vectors
+
+    @model_validator(mode="after")
+    def _has_something_to_search(self) -> Query:
+        has_text = self.text is not None and self.text.strip() != ""
+        if not has_text and self.vector is None and self.vectors is None:
+            raise ValueError("a query needs a non-blank `text`, a `vector` or `vectors`")
+        return self
+
+
+def _check_vector(vector: tuple[float, ...]) -> None:
+    if not vector:
+        raise ValueError("a vector must not be empty")
+    if not all(math.isfinite(x) for x in vector):
+        raise ValueError("every component must be a finite number (no NaN or inf)")
+
+
+class RecalledHit(BaseModel):
+    """A port hit, the sub-query that found it, and its position in recall order."""
+
+    model_config = _FROZEN
+
+    hit: SearchHit
+    reason: str
+    recall_order: int
+
+
+class QueryHits(BaseModel):
+    """Everything recalled for one query."""
+
+    model_config = _FROZEN
+
+    query_id: str
+    hits: tuple[RecalledHit, ...]
+
+
+class Candidate(BaseModel):
+    """A recalled chunk with its identity resolved."""
+
+    model_config = _FROZEN
+
+    evidence_key: str
+    doc_id: str | None
+    chunk_index: int | None
+    source: str
+    content: str
+    score: float
+    hit_reasons: tuple[str, ...]
+    recall_order: int
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class QueryCandidates(BaseModel):
+    """One query's candidates between post-processing stages."""
+
+    model_config = _FROZEN
+
+    query_id: str
+    candidates: tuple[Candidate, ...]
+
+
+class EvidenceBlock(BaseModel):
+    """A ranked piece of evidence in the result."""
+
+    model_config = _FROZEN
+
+    evidence_key: str
+    doc_id: str | None
+    chunk_index: int | None
+    source: str
+    content: str
+    score: float
+    rank: int = Field(ge=1)
+    hit_reasons: tuple[str, ...]
+
+
+class ProjectedItem(BaseModel):
+    """An Agent-facing evidence item; `document_id` is the chunk-scoped evidence key."""
+
+    model_config = _FROZEN
+
+    document_id: str
+    source: str
+    content: str
+    score: float
+
+
+class QueryResult(BaseModel):
+    """The output for one query: ranked evidence and its Agent projection."""
+
+    model_config = _FROZEN
+
+    query_id: str
+    evidence: tuple[EvidenceBlock, ...]
+    projected: tuple[ProjectedItem, ...]
+
+
+class DeadLetter(BaseModel):
+    """An input that could not be turned into a result, with why and where."""
+
+    model_config = _FROZEN
+
+    stage: str
+    error: str
+    query_id: str | None = None
+    line_number: int | None = None
+    input: Any = None

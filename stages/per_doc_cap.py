@@ -1,0 +1,46 @@
+"""PerDocCap: at most N candidates per document id, the top-ranked ones."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from functools import partial
+
+from stages.candidate_stage import CandidateStage
+from stages.counters import CAPPED
+from stages.models import Candidate
+from stages.ranking import ranked
+
+
+def cap_chunks_per_document(candidates: Sequence[Candidate], max_per_doc: int) -> list[Candidate]:
+    """Keeps the top `max_per_doc` candidates of each `doc_id`, in ranking order.
+
+    Candidates without a `doc_id` are not capped.
+
+    Raises:
+        ValueError: `max_per_doc` is below 1.
+    """
+    if max_per_doc < 1:
+        raise ValueError(f"rag.max-chunks-per-document={max_per_doc!r}: must be at least 1")
+    taken: Counter[str] = Counter()
+    kept: list[Candidate] = []
+    for candidate in ranked(candidates):
+        if candidate.doc_id is not None:
+            if taken[candidate.doc_id] >= max_per_doc:
+                continue
+            taken[candidate.doc_id] += 1
+        kept.append(candidate)
+    return kept
+
+
+class PerDocCap(CandidateStage):
+    """Keeps at most `max_per_doc` chunks of each document, per query.
+
+    >>> capped = candidates | PerDocCap(max_per_doc=2)  # doctest: +SKIP
+    """
+
+    def __init__(self, max_per_doc: int = 2) -> None:
+        if max_per_doc < 1:
+            raise ValueError(f"rag.max-chunks-per-document={max_per_doc!r}: must be at least 1")
+        super().__init__("CapChunksPerDocument",
+                         partial(cap_chunks_per_document, max_per_doc=max_per_doc), CAPPED)
