@@ -12,10 +12,14 @@ import numpy as np
 from connectors.errors import ConfigError, InvalidInputError
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+_STOPWORDS = frozenset(
+    "a an and are as at be by do does for from how i in is it its of on or that the this to "
+    "what when which with you your".split()
+)
 
 
 class HashingEmbedder:
-    """Feature-hashes lower-cased word unigrams and bigrams into `dimension` buckets.
+    """Feature-hashes lower-cased word unigrams and bigrams (no stop words) into buckets.
 
     The same text always gives the same vector, on any machine and Python version
     (blake2b, not Python's salted `hash`). Vectors are L2-normalised.
@@ -52,5 +56,5 @@ class HashingEmbedder:
 
 
 def _features(text: str) -> list[str]:
-    words = _TOKEN.findall(text.lower())
+    words = [w for w in _TOKEN.findall(text.lower()) if w not in _STOPWORDS]
     return words + [f"{a} {b}" for a, b in itertools.pairwise(words)]

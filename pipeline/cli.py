@@ -1,0 +1,65 @@
+"""The `rag-evidence` command line: index, run, demo."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from connectors.errors import RagEvidenceError
+from pipeline.commands import demo_command, index_command, run_command
+
+_log = logging.getLogger("rag_evidence")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rag-evidence", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def with_config(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        sub.add_argument("--config", help="YAML settings file (e.g. configs/local.yaml)")
+        sub.add_argument("--set", dest="overrides", action="append", default=[],
+                         metavar="KEY=VALUE", help="override a setting, e.g. rag.return-n=8")
+        return sub
+
+    index = with_config(commands.add_parser("index", help="build the store"))
+    source = index.add_mutually_exclusive_group(required=True)
+    source.add_argument("--chunks", help="chunk records JSONL: id, vector, content, metadata")
+    source.add_argument("--docs", help="folder of .txt/.md files to chunk and embed")
+
+    run = with_config(commands.add_parser(
+        "run", help="answer queries; extra arguments are Beam pipeline options"))
+    run.add_argument("--queries", required=True, help="query JSONL file")
+    run.add_argument("--out", required=True, help="result JSONL file")
+    run.add_argument("--dead-letter", help="dead-letter JSONL (default: OUT.dead-letter.jsonl)")
+
+    demo = with_config(commands.add_parser("demo", help="index the stdlib docs and ask them"))
+    demo.add_argument("--workdir", help="where to keep the demo store (default: a temp dir)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, beam_args = _parser().parse_known_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s")
+    for noisy in ("apache_beam", "root", "elastic_transport"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    if args.command != "run" and beam_args:
+        print(f"rag-evidence: unrecognized arguments: {' '.join(beam_args)}", file=sys.stderr)
+        return 2
+    try:
+        if args.command == "index":
+            return index_command(args, os.environ)
+        if args.command == "run":
+            return run_command(args, beam_args, os.environ)
+        return demo_command(args, os.environ)
+    except RagEvidenceError as error:
+        print(f"rag-evidence: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Builds a store from chunk-record JSONL or from a folder of text/Markdown documents."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from connectors.chunk_record import ChunkRecord
+from connectors.embedder_port import EmbedderPort
+from connectors.errors import InvalidInputError
+from pipeline.chunking import chunk_text
+
+DOC_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
+_WORD = re.compile(r"[A-Za-z0-9]")
+
+
+def read_chunk_records(path: str | Path) -> Iterator[ChunkRecord]:
+    """Chunk records from JSONL, one per non-blank line.
+
+    Raises:
+        InvalidInputError: a line is not JSON or not a valid record; names the line and field.
+    """
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield ChunkRecord.model_validate_json(line)
+            except ValidationError as error:
+                first = error.errors()[0]
+                field = ".".join(str(p) for p in first["loc"]) or "record"
+                raise InvalidInputError(f"{path}:{number} {field}", first.get("input"),
+                                        first["msg"]) from None
+
+
+def document_chunks(root: str | Path, max_chars: int) -> Iterator[tuple[str, int, str]]:
+    """(doc id = path relative to `root`, chunk index, text) for every document under `root`."""
+    base = Path(root)
+    if not base.is_dir():
+        raise InvalidInputError("--docs", str(root), "is not a directory")
+    for path in sorted(p for p in base.rglob("*") if p.suffix.lower() in DOC_SUFFIXES):
+        doc_id = path.relative_to(base).as_posix()
+        text = path.read_text(encoding="utf-8", errors="replace")
+        chunks = [c for c in chunk_text(text, max_chars) if _WORD.search(c)]
+        for index, chunk in enumerate(chunks):
+            yield doc_id, index, chunk
+
+
+def embed_chunks(chunks: Iterator[tuple[str, int, str]], embedder: EmbedderPort,
+                 batch_size: int = 256) -> Iterator[ChunkRecord]:
+    """Chunk records with evidence-key ids and `docId`/`chunkIndex`/`source` metadata."""
+    batch: list[tuple[str, int, str]] = []
+    for chunk in chunks:
+        batch.append(chunk)
+        if len(batch) >= batch_size:
+            yield from _embed_batch(batch, embedder)
+            batch = []
+    yield from _embed_batch(batch, embedder)
+
+
+def _embed_batch(batch: list[tuple[str, int, str]], embedder: EmbedderPort) -> list[ChunkRecord]:
+    if not batch:
+        return []
+    vectors = embedder.embed([text for _, _, text in batch])
+    return [
+        ChunkRecord(id=f"{doc_id}#chunk-{index}", vector=tuple(vector.tolist()), content=text,
+                    metadata={"docId": doc_id, "chunkIndex": index, "source": doc_id})
+        for (doc_id, index, text), vector in zip(batch, vectors, strict=True)
+    ]
+

@@ -1,0 +1,43 @@
+"""A corpus every Python install has: the standard library's module documentation."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from pathlib import Path
+
+MODULES = (
+    "json", "csv", "re", "pathlib", "os.path", "shutil", "subprocess", "itertools", "functools",
+    "collections", "datetime", "logging", "argparse", "sqlite3", "threading", "heapq", "bisect",
+    "tempfile", "zipfile", "hashlib", "random", "statistics", "textwrap", "string", "glob",
+    "urllib.parse", "base64", "copy", "pickle", "unittest", "dataclasses", "enum", "typing",
+    "contextlib", "time", "uuid", "gzip", "tarfile", "difflib", "pprint",
+)
+
+
+def module_markdown(name: str) -> str:
+    """The module docstring, then each public function's and class's first paragraphs."""
+    module = importlib.import_module(name)
+    parts = [f"# {name}", inspect.getdoc(module) or ""]
+    for member_name, member in sorted(vars(module).items()):
+        if member_name.startswith("_") or getattr(member, "__module__", None) != module.__name__:
+            continue
+        if inspect.isfunction(member) or inspect.isclass(member):
+            doc = inspect.getdoc(member)
+            if doc:
+                parts.append(f"## {name}.{member_name}\n\n{doc.split(chr(10) * 2)[0]}")
+    return "\n\n".join(p for p in parts if p)
+
+
+def write_corpus(folder: Path) -> int:
+    """Writes one Markdown file per module under `folder`; returns how many it wrote."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for name in MODULES:
+        try:
+            text = module_markdown(name)
+        except ImportError:
+            continue
+        (folder / f"{name}.md").write_text(text, encoding="utf-8")
+        written += 1
+    return written
