@@ -12,10 +12,11 @@ import numpy as np
 from connectors.errors import ConfigError, InvalidInputError
 
 _TOKEN = re.compile(r"[a-z0-9]+")
-_STOPWORDS = frozenset(
-    "a an and are as at be by do does for from how i in is it its of on or that the this to "
-    "what when which with you your".split()
-)
+_STOPWORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "how", "i",
+    "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "what", "when",
+    "which", "with", "you", "your",
+})
 
 
 class HashingEmbedder:

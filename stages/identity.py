@@ -6,7 +6,7 @@ import hashlib
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import apache_beam as beam
 
@@ -21,7 +21,7 @@ INVALID_CHUNK_INDEX = "invalid_chunk_index"
 IDENTITY_CONFLICT = "identity_conflicts"
 
 _DIGITS = re.compile(r"[0-9]+")
-_ABSENT = object()
+T = TypeVar("T")
 
 
 def _ignore(_: str) -> None:
@@ -42,8 +42,8 @@ def evidence_key(doc_id: str | None, chunk_index: int | None, hit_id: str | None
 def to_candidate(recalled: RecalledHit, report: Report = _ignore) -> Candidate:
     """Resolves one hit's identity from its metadata (see README, "Identity rules")."""
     hit, metadata = recalled.hit, recalled.hit.metadata
-    doc_id = _parse_doc_id(_pick(metadata, "docId", "doc_id", report))
-    chunk_index = _parse_chunk_index(_pick(metadata, "chunkIndex", "chunk_index", report), report)
+    doc_id = _resolve(metadata, "docId", "doc_id", _as_doc_id, report)
+    chunk_index = _resolve(metadata, "chunkIndex", "chunk_index", _as_index, report)
     named_source = _source(metadata)
     key = evidence_key(doc_id, chunk_index, hit.id, named_source or doc_id or "", hit.content)
     if doc_id is None or chunk_index is None:
@@ -66,33 +66,32 @@ def normalize_identities(hits: Sequence[RecalledHit], report: Report = _ignore) 
     return [to_candidate(hit, report) for hit in hits]
 
 
-def _pick(metadata: Mapping[str, Any], camel: str, snake: str, report: Report) -> Any:
-    camel_value = metadata.get(camel, _ABSENT)
-    snake_value = metadata.get(snake, _ABSENT)
-    if camel_value is _ABSENT:
-        return snake_value
-    if snake_value is not _ABSENT and snake_value != camel_value:
+def _resolve(metadata: Mapping[str, Any], camel: str, snake: str,
+             parse: Callable[[Any], T | None], report: Report) -> T | None:
+    """The camelCase field's parsed value if present, else the snake_case one's.
+
+    Both present with different parsed values is counted as a conflict; a chosen chunk index
+    that is present but not valid is counted as invalid.
+    """
+    present = [metadata[name] for name in (camel, snake) if name in metadata]
+    if not present:
+        return None
+    parsed = [parse(raw) for raw in present]
+    if len(parsed) == 2 and parsed[0] != parsed[1]:
         report(IDENTITY_CONFLICT)
-    return camel_value
+    if parsed[0] is None and parse is _as_index:
+        report(INVALID_CHUNK_INDEX)
+    return parsed[0]
 
 
-def _parse_doc_id(value: Any) -> str | None:
-    if isinstance(value, bool) or value is _ABSENT or value is None:
+def _as_doc_id(value: Any) -> str | None:
+    if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
         return str(value)
     if isinstance(value, str) and value.strip():
         return value
     return None
-
-
-def _parse_chunk_index(value: Any, report: Report) -> int | None:
-    if value is _ABSENT:
-        return None
-    parsed = _as_index(value)
-    if parsed is None:
-        report(INVALID_CHUNK_INDEX)
-    return parsed
 
 
 def _as_index(value: Any) -> int | None:
