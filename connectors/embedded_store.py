@@ -41,6 +41,7 @@ class EmbeddedStore:
         self._vectors = vectors
         self._records = records
         self._filters = FilterIndex([r["metadata"] for r in records])
+        self._closed = False
 
     @classmethod
     def open(cls, path: str | Path) -> EmbeddedStore:
@@ -64,6 +65,8 @@ class EmbeddedStore:
         return len(self._records)
 
     def search(self, requests: Sequence[SearchRequest]) -> list[SearchOutcome]:
+        if self._closed:
+            raise KnowledgeSearchError("the embedded store was closed; open it again to search")
         outcomes: list[SearchOutcome] = [[] for _ in requests]
         valid = [i for i, r in enumerate(requests) if self._check(r, outcomes, i)]
         if not valid or not self._records:
@@ -76,7 +79,7 @@ class EmbeddedStore:
         return outcomes
 
     def close(self) -> None:
-        self._vectors = np.empty((0, self.dimension), dtype=np.float32)
+        self._closed = True
 
     def _check(self, request: SearchRequest, outcomes: list[SearchOutcome], i: int) -> bool:
         error: KnowledgeSearchError | None = None

@@ -17,7 +17,9 @@ DEMO_QUESTIONS = (
 
 def evidence_table(results_path: Path, snippet_chars: int = 60) -> str:
     """One block per query: rank, score, evidence key and the start of the content."""
-    results = [json.loads(line) for line in results_path.read_text().splitlines() if line]
+    results = [
+        json.loads(line) for line in results_path.read_text(encoding="utf-8").split("\n") if line
+    ]
     by_id = {r["query_id"]: r for r in results}
     lines: list[str] = []
     for number, question in enumerate(DEMO_QUESTIONS, start=1):
@@ -26,6 +28,8 @@ def evidence_table(results_path: Path, snippet_chars: int = 60) -> str:
         lines.append(f"  {'rank':>4}  {'score':>6}  {'evidence key':<34}  content")
         for block in (result or {}).get("evidence", []):
             snippet = " ".join(block["content"].split())[:snippet_chars]
-            lines.append(f"  {block['rank']:>4}  {block['score']:>6.3f}  "
-                         f"{block['evidence_key']:<34}  {snippet}")
+            lines.append(
+                f"  {block['rank']:>4}  {block['score']:>6.3f}  "
+                f"{block['evidence_key']:<34}  {snippet}"
+            )
     return "\n".join(lines)

@@ -1,0 +1,159 @@
+"""The CLI as a user runs it: index, then run, then read the files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pipeline.cli import main
+from tests.builders import chunk_records, unit_vectors
+
+DIM = 8
+
+
+@pytest.fixture(scope="module")
+def store_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("e2e")
+    chunks = root / "chunks.jsonl"
+    records = chunk_records(unit_vectors(40, dim=DIM), chunks_per_doc=4)
+    chunks.write_text("".join(r.model_dump_json() + "\n" for r in records))
+    config = root / "config.yaml"
+    config.write_text(
+        f"search:\n  embedded:\n    path: {root / 'store'}\nembedder:\n  dim: {DIM}\n"
+        "rag:\n  retrieve-k: 10\n  return-n: 3\n"
+    )
+    assert main(["index", "--config", str(config), "--chunks", str(chunks)]) == 0
+    return config
+
+
+def _lines(path: Path) -> list[dict]:
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()
+    ]
+
+
+def _run(config: Path, tmp: Path, lines: list[str], *extra: str) -> tuple[list, list, int]:
+    queries = tmp / "queries.jsonl"
+    queries.write_text("\n".join(lines) + "\n")
+    out, dead = tmp / "out.jsonl", tmp / "dead.jsonl"
+    code = main(
+        [
+            "run",
+            "--config",
+            str(config),
+            "--queries",
+            str(queries),
+            "--out",
+            str(out),
+            "--dead-letter",
+            str(dead),
+            *extra,
+        ]
+    )
+    return _lines(out), _lines(dead), code
+
+
+def test_run_writes_one_result_per_query_and_dead_letters_the_rest(
+    store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    vector = unit_vectors(40, dim=DIM)[5].tolist()
+    lines = [
+        json.dumps({"id": "by-vector", "vector": vector}),
+        json.dumps({"id": "by-text", "text": "content five"}),
+        "not json at all",
+        json.dumps({"id": "short", "vector": [1.0, 0.0]}),
+    ]
+    results, dead, code = _run(store_config, tmp_path, lines)
+    assert code == 0
+    by_id = {r["query_id"]: r for r in results}
+    assert set(by_id) == {"by-vector", "by-text"}
+    top = by_id["by-vector"]["evidence"][0]
+    assert top["evidence_key"] == "doc1#chunk-1" and top["rank"] == 1
+    assert set(top) == {
+        "evidence_key",
+        "doc_id",
+        "chunk_index",
+        "source",
+        "content",
+        "score",
+        "rank",
+        "hit_reasons",
+    }
+    assert by_id["by-vector"]["projected"][0]["document_id"] == "doc1#chunk-1"
+    assert len(by_id["by-vector"]["evidence"]) == 3
+    by_stage = {d["stage"]: d for d in dead}
+    assert by_stage["parse"]["line_number"] == 3
+    assert (
+        by_stage["recall"]["query_id"] == "short" and "2 dimensions" in by_stage["recall"]["error"]
+    )
+    assert "inputs = outputs + dead letters: 4 = 2 + 2 (ok)" in capsys.readouterr().out
+
+
+def test_beam_options_pass_through_to_the_runner(store_config: Path, tmp_path: Path) -> None:
+    lines = [json.dumps({"id": f"q{i}", "text": f"content {i}"}) for i in range(6)]
+    results, dead, code = _run(
+        store_config, tmp_path, lines, "--runner", "DirectRunner", "--direct_num_workers", "2"
+    )
+    assert code == 0 and len(results) == 6 and dead == []
+
+
+def test_index_from_documents_uses_relative_paths_as_doc_ids(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    (docs / "guide").mkdir(parents=True)
+    (docs / "guide" / "intro.md").write_text("Alpha paragraph.\n\n" + "word " * 300)
+    store = tmp_path / "store"
+    assert (
+        main(
+            [
+                "index",
+                "--docs",
+                str(docs),
+                "--set",
+                f"search.embedded.path={store}",
+                "--set",
+                "chunking.max-chars=200",
+            ]
+        )
+        == 0
+    )
+    records = _lines(store / "records.jsonl")
+    assert records[0]["id"] == "guide/intro.md#chunk-0"
+    assert [r["metadata"]["chunkIndex"] for r in records] == list(range(len(records)))
+    assert all(len(r["content"]) <= 200 for r in records)
+
+
+def test_bad_config_is_a_clear_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["index", "--docs", str(tmp_path), "--set", "rag.retrun-n=2"])
+    assert code == 2
+    assert "did you mean 'rag.return-n'" in capsys.readouterr().err
+
+
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.one_of(
+            st.builds(
+                lambda i: json.dumps({"id": f"t{i}", "text": f"content {i}"}), st.integers(0, 50)
+            ),
+            st.text(max_size=20),
+            st.builds(lambda n: json.dumps({"id": "v", "vector": [0.5] * n}), st.integers(0, 10)),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_every_input_line_ends_as_a_result_or_a_dead_letter(
+    store_config: Path, tmp_path: Path, lines: list[str]
+) -> None:
+    lines = [line.replace("\n", " ").replace("\r", " ") for line in lines]
+    results, dead, code = _run(store_config, tmp_path, lines)
+    assert code == 0
+    assert len(results) + len(dead) == sum(1 for line in lines if line.strip())

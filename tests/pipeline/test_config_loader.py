@@ -1,0 +1,88 @@
+"""One test per precedence edge: defaults < YAML file < environment < --set."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from connectors.errors import ConfigError
+from pipeline.config_loader import load_settings
+
+
+@pytest.fixture
+def config_file(tmp_path: Path) -> Path:
+    path = tmp_path / "c.yaml"
+    path.write_text("rag:\n  retrieve-k: 30\n  return-n: 7\n")
+    return path
+
+
+def test_defaults_match_the_spec() -> None:
+    rag = load_settings().rag
+    assert (rag.retrieve_k, rag.return_n, rag.max_chunks_per_document) == (20, 5, 2)
+
+
+def test_file_overrides_defaults(config_file: Path) -> None:
+    assert load_settings(config_file).rag.retrieve_k == 30
+
+
+def test_environment_overrides_file(config_file: Path) -> None:
+    env = {"RAG_EVIDENCE__RAG__RETRIEVE_K": "40"}
+    settings = load_settings(config_file, env)
+    assert (settings.rag.retrieve_k, settings.rag.return_n) == (40, 7)
+
+
+def test_command_line_overrides_environment(config_file: Path) -> None:
+    env = {"RAG_EVIDENCE__RAG__RETRIEVE_K": "40"}
+    assert load_settings(config_file, env, ["rag.retrieve-k=50"]).rag.retrieve_k == 50
+
+
+def test_shipped_local_config_is_valid() -> None:
+    settings = load_settings(Path(__file__).parents[2] / "configs" / "local.yaml")
+    assert settings.search.backend == "embedded"
+
+
+def test_legacy_top_k_fills_both_absent_widths_and_says_so(
+        caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO):
+        rag = load_settings(overrides=["rag.top-k=9"]).rag
+    assert (rag.retrieve_k, rag.return_n) == (9, 9)
+    assert "legacy rag.top-k=9" in caplog.text
+
+
+def test_legacy_top_k_never_overrides_a_new_key() -> None:
+    rag = load_settings(overrides=["rag.top-k=9", "rag.return-n=3"]).rag
+    assert (rag.retrieve_k, rag.return_n) == (9, 3)
+
+
+def test_unknown_key_suggests_the_nearest_valid_key() -> None:
+    with pytest.raises(ConfigError, match=r"rag\.retreive-k=.*did you mean 'rag\.retrieve-k'"):
+        load_settings(overrides=["rag.retreive-k=3"])
+
+
+def test_unknown_environment_key_is_rejected_too() -> None:
+    with pytest.raises(ConfigError, match="max-chunks-per-doc"):
+        load_settings(environ={"RAG_EVIDENCE__RAG__MAX_CHUNKS_PER_DOC": "3"})
+
+
+@pytest.mark.parametrize("override, key", [
+    ("rag.max-chunks-per-document=0", "rag.max-chunks-per-document"),
+    ("rag.return-n=-1", "rag.return-n"),
+    ("search.backend=solr", "search.backend"),
+])
+def test_out_of_range_values_name_key_and_value(override: str, key: str) -> None:
+    with pytest.raises(ConfigError, match=rf"config {key}="):
+        load_settings(overrides=[override])
+
+
+def test_malformed_override_is_rejected() -> None:
+    with pytest.raises(ConfigError, match="key.path=value"):
+        load_settings(overrides=["rag.return-n"])
+
+
+def test_config_that_is_not_a_mapping_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("- just\n- a list\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_settings(path)

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import pytest
+
+from pipeline.query_lines import parse_query_line
+from stages.models import DeadLetter, Query
+
+
+def test_valid_line_parses_to_a_query() -> None:
+    query = parse_query_line(1, '{"id": "q1", "text": "hi", "filters": {"lang": "en"}}')
+    assert query == Query(id="q1", text="hi", filters={"lang": "en"})
+
+
+@pytest.mark.parametrize("line, words", [
+    ("{not json", ["not JSON"]),
+    ("[1, 2]", ["JSON object"]),
+    ('{"id": "q"}', ["text", "vector"]),
+    ('{"id": "q", "text": "  "}', ["non-blank"]),
+    ('{"id": "q", "vector": [1.0, NaN]}', ["vector", "finite"]),
+    ('{"id": "q", "text": "x", "colour": "red"}', ["colour", "red"]),
+    ('{"id": "q", "vectors": []}', ["vectors"]),
+    ('{"text": "no id"}', ["id"]),
+])
+def test_bad_lines_become_dead_letters_naming_the_problem(line: str, words: list[str]) -> None:
+    letter = parse_query_line(7, line)
+    assert isinstance(letter, DeadLetter)
+    assert letter.line_number == 7 and letter.stage == "parse"
+    for word in words:
+        assert word in letter.error
+
+
+def test_dead_letter_keeps_the_query_id_when_it_has_one() -> None:
+    letter = parse_query_line(2, '{"id": "q9", "vector": "oops"}')
+    assert isinstance(letter, DeadLetter) and letter.query_id == "q9"
+    assert letter.input == {"id": "q9", "vector": "oops"}

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import apache_beam as beam
+import numpy as np
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from connectors.embedded_store import EmbeddedStore
+from connectors.hashing_embedder import HashingEmbedder
+from stages.models import DeadLetter, Query, QueryHits
+from stages.recall import Recall, recall_batch
+from tests.builders import chunk_records, embedded_store, unit_vectors
+
+DIM = 8
+
+
+@pytest.fixture
+def vectors() -> np.ndarray:
+    return unit_vectors(30, dim=DIM)
+
+
+@pytest.fixture
+def store(tmp_path: Path, vectors: np.ndarray) -> EmbeddedStore:
+    return embedded_store(tmp_path, chunk_records(vectors))()  # type: ignore[return-value]
+
+
+def _vec(v: np.ndarray) -> tuple[float, ...]:
+    return tuple(float(x) for x in v)
+
+
+def test_each_vector_of_a_query_is_a_sub_query_named_in_the_reasons(
+        store: EmbeddedStore, vectors: np.ndarray) -> None:
+    query = Query(id="q", vector=_vec(vectors[0]), vectors=(_vec(vectors[1]),))
+    (result,) = recall_batch([query], store, HashingEmbedder(DIM), 3)
+    assert isinstance(result, QueryHits)
+    assert [h.reason for h in result.hits] == ["knn:vector"] * 3 + ["knn:vectors[0]"] * 3
+    assert [h.recall_order for h in result.hits] == list(range(6))
+
+
+def test_text_queries_are_embedded_with_the_configured_embedder(store: EmbeddedStore) -> None:
+    (result,) = recall_batch([Query(id="q", text="find things")], store, HashingEmbedder(DIM), 4)
+    assert isinstance(result, QueryHits)
+    assert {h.reason for h in result.hits} == {"knn:text"} and len(result.hits) == 4
+
+
+def test_a_bad_query_fails_alone_with_both_sizes_named(store: EmbeddedStore,
+                                                       vectors: np.ndarray) -> None:
+    queries = [Query(id="short", vector=(1.0, 2.0)), Query(id="ok", vector=_vec(vectors[3])),
+               Query(id="stopwords", text="how is it")]
+    short, ok, stopwords = recall_batch(queries, store, HashingEmbedder(DIM), 2)
+    assert isinstance(short, DeadLetter) and short.stage == "recall"
+    assert "2 dimensions" in short.error and f"expects {DIM}" in short.error
+    assert isinstance(ok, QueryHits) and len(ok.hits) == 2
+    assert isinstance(stopwords, DeadLetter) and "no words" in stopwords.error
+
+
+def test_a_failed_batch_dead_letters_each_of_its_queries(tmp_path: Path,
+                                                          vectors: np.ndarray) -> None:
+    store = embedded_store(tmp_path, chunk_records(vectors))()
+    store.close()  # a closed store fails whole batches
+    results = recall_batch([Query(id="a", vector=_vec(vectors[0])),
+                            Query(id="b", vector=_vec(vectors[1]))], store, HashingEmbedder(DIM), 2)
+    assert [r.query_id for r in results] == ["a", "b"]
+    assert all(isinstance(r, DeadLetter) and "closed" in r.error for r in results)
+
+
+def test_recall_transform_splits_hits_and_dead_letters(tmp_path: Path, vectors: np.ndarray) -> None:
+    open_store = embedded_store(tmp_path, chunk_records(vectors))
+    queries = [Query(id=f"q{i}", vector=_vec(vectors[i])) for i in range(10)]
+    queries.append(Query(id="bad", vector=(1.0,)))
+    with TestPipeline() as p:
+        outputs = p | beam.Create(queries) | Recall(
+            open_store, partial(HashingEmbedder, DIM), retrieve_k=5, batch_size=4)
+        assert_that(outputs.hits | "HitIds" >> beam.Map(lambda r: (r.query_id, len(r.hits))),
+                    equal_to([(f"q{i}", 5) for i in range(10)]), label="hits")
+        assert_that(outputs.dead_letter | beam.Map(lambda d: d.query_id), equal_to(["bad"]),
+                    label="dead")
