@@ -26,6 +26,8 @@ from connectors.search_port import SearchHit, SearchOutcome, SearchRequest
 VECTORS_FILE = "vectors.npy"
 RECORDS_FILE = "records.jsonl"
 MANIFEST_FILE = "manifest.json"
+_BLOCK_ROWS = 256
+_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 class EmbeddedStore:
@@ -71,11 +73,8 @@ class EmbeddedStore:
         valid = [i for i, r in enumerate(requests) if self._check(r, outcomes, i)]
         if not valid or not self._records:
             return outcomes
-        queries = np.asarray([requests[i].vector for i in valid], dtype=np.float32)
-        queries /= np.linalg.norm(queries, axis=1, keepdims=True)
-        similarities = queries @ self._vectors.T
-        for row, i in enumerate(valid):
-            outcomes[i] = self._top_k(similarities[row], requests[i])
+        for start in range(0, len(valid), _BLOCK_ROWS):
+            self._search_block(requests, valid[start:start + _BLOCK_ROWS], outcomes)
         return outcomes
 
     def close(self) -> None:
@@ -92,16 +91,30 @@ class EmbeddedStore:
             outcomes[i] = error
         return error is None
 
-    def _top_k(self, similarities: np.ndarray, request: SearchRequest) -> list[SearchHit]:
+    def _search_block(self, requests: Sequence[SearchRequest], block: list[int],
+                      outcomes: list[SearchOutcome]) -> None:
+        queries = np.asarray([requests[i].vector for i in block], dtype=np.float32)
+        queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+        similarities = queries @ self._vectors.T
+        plain = [row for row, i in enumerate(block) if not requests[i].filters]
+        if plain:
+            k_max = max(requests[block[row]].k for row in plain)
+            tops = _top_rows(similarities[plain], k_max)
+            for row, (top, scores) in zip(plain, tops, strict=True):
+                k = requests[block[row]].k
+                outcomes[block[row]] = self._hits(top[:k], scores[:k])
+        for row, i in enumerate(block):
+            if requests[i].filters:
+                outcomes[i] = self._filtered_top_k(similarities[row], requests[i])
+
+    def _filtered_top_k(self, similarities: np.ndarray, request: SearchRequest) -> list[SearchHit]:
         rows = self._filters.matching_rows(request.filters)
-        scores = similarities if rows is None else similarities[rows]
-        k = min(request.k, scores.shape[0])
-        if k == 0:
-            return []
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.lexsort((top, -scores[top]))]
-        picked = top if rows is None else rows[top]
-        return [self._hit(int(row), float(scores[t])) for row, t in zip(picked, top, strict=True)]
+        assert rows is not None
+        ((top, scores),) = _top_rows(similarities[rows][np.newaxis, :], request.k)
+        return self._hits(rows[top], scores)
+
+    def _hits(self, rows: np.ndarray, cosines: np.ndarray) -> list[SearchHit]:
+        return [self._hit(int(row), float(c)) for row, c in zip(rows, cosines, strict=True)]
 
     def _hit(self, row: int, cosine: float) -> SearchHit:
         record = self._records[row]
@@ -111,6 +124,22 @@ class EmbeddedStore:
             content=record["content"],
             metadata=record["metadata"],
         )
+
+
+def _top_rows(similarities: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per row: the column numbers of the `k` best scores, best first (ties: lower column), and
+    those scores."""
+    columns = similarities.shape[1]
+    k = min(k, columns)
+    if k == 0:
+        return [(_NO_ROWS, _NO_ROWS) for _ in range(similarities.shape[0])]
+    candidates = np.argpartition(similarities, columns - k, axis=1)[:, columns - k:]
+    result = []
+    for row, picked in zip(similarities, candidates, strict=True):
+        scores = row[picked]
+        order = np.lexsort((picked, -scores))
+        result.append((picked[order], scores[order]))
+    return result
 
 
 def write_store(path: str | Path, records: Iterable[ChunkRecord]) -> int:

@@ -116,6 +116,7 @@ class Recall(beam.PTransform[beam.PCollection[Query], beam.pvalue.DoOutputsTuple
     def expand(self, queries: beam.PCollection[Query]) -> beam.pvalue.DoOutputsTuple:
         return (
             queries
-            | "Batch" >> beam.BatchElements(min_batch_size=1, max_batch_size=self._batch_size)
+            | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
+                                            max_batch_size=self._batch_size)
             | "Search" >> beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main="hits")
         )

@@ -1,0 +1,113 @@
+"""How much the pipeline costs on top of the raw search, and the embedded store against faiss.
+
+Builds a synthetic embedded store (default 100k chunks x 384 dims) and 5k vector queries, then
+times, in one run: the raw store search in port-sized batches, the whole pipeline on the
+DirectRunner, and faiss-cpu IndexFlatIP on the same query batch. Prints ratios, which mean more
+than the absolute times on a noisy machine.
+
+    python bench/pipeline_overhead.py [--chunks 100000] [--queries 5000] [--dim 384]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from connectors.chunk_record import ChunkRecord
+from connectors.embedded_store import EmbeddedStore, write_store
+from connectors.search_port import SearchRequest
+from pipeline.config_loader import load_settings
+from pipeline.run_job import run_job
+
+
+def _unit(rows: int, dim: int, seed: int) -> np.ndarray:
+    matrix = np.random.default_rng(seed).normal(size=(rows, dim)).astype(np.float32)
+    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+
+def _records(vectors: np.ndarray, chunks_per_doc: int = 4) -> Iterator[ChunkRecord]:
+    for i, vector in enumerate(vectors):
+        doc, index = f"doc{i // chunks_per_doc}", i % chunks_per_doc
+        yield ChunkRecord(id=f"{doc}#chunk-{index}", vector=tuple(vector.tolist()),
+                          content=f"chunk {i} of {doc}",
+                          metadata={"docId": doc, "chunkIndex": index})
+
+
+def _timed(fn) -> tuple[float, object]:  # type: ignore[no-untyped-def]
+    started = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - started, value
+
+
+def raw_search(store: EmbeddedStore, queries: np.ndarray, k: int, batch: int) -> int:
+    hits = 0
+    for start in range(0, len(queries), batch):
+        requests = [SearchRequest(vector=tuple(q.tolist()), k=k)
+                    for q in queries[start:start + batch]]
+        hits += sum(len(o) for o in store.search(requests))  # type: ignore[arg-type]
+    return hits
+
+
+def faiss_search(corpus: np.ndarray, queries: np.ndarray, k: int) -> float:
+    import faiss  # only in the bench extra
+
+    index = faiss.IndexFlatIP(corpus.shape[1])
+    index.add(corpus)
+    seconds, _ = _timed(lambda: index.search(queries, k))
+    return seconds
+
+
+def store_batch_search(store: EmbeddedStore, queries: np.ndarray, k: int) -> float:
+    requests = [SearchRequest(vector=tuple(q.tolist()), k=k) for q in queries]
+    seconds, _ = _timed(lambda: store.search(requests))
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=5_000)
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument("--k", type=int, default=20)
+    parser.add_argument("--batch", type=int, default=64)
+    args = parser.parse_args()
+
+    corpus, queries = _unit(args.chunks, args.dim, 1), _unit(args.queries, args.dim, 2)
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        build_s, _ = _timed(lambda: write_store(root / "store", _records(corpus)))
+        print(f"built store: {args.chunks} chunks x {args.dim} dims in {build_s:.1f}s")
+        query_file = root / "queries.jsonl"
+        query_file.write_text("".join(json.dumps({"id": f"q{i}", "vector": q.tolist()}) + "\n"
+                                      for i, q in enumerate(queries)))
+        store = EmbeddedStore.open(root / "store")
+        raw_s, _ = _timed(lambda: raw_search(store, queries, args.k, args.batch))
+        settings = load_settings(overrides=[
+            f"search.embedded.path={root / 'store'}", f"embedder.dim={args.dim}",
+            f"rag.retrieve-k={args.k}", f"search.batch-size={args.batch}"])
+        summary = run_job(settings, queries_path=str(query_file),
+                          out_path=str(root / "out.jsonl"),
+                          dead_letter_path=str(root / "dead.jsonl"))
+        pipe_s = summary.seconds
+        ours_s = store_batch_search(store, queries, args.k)
+        faiss_s = faiss_search(corpus, queries, args.k)
+
+    n = args.queries
+    print(f"raw embedded-store search : {raw_s:7.2f}s  {n / raw_s:8.0f} queries/s "
+          f"(batches of {args.batch}, k={args.k})")
+    print(f"full pipeline (DirectRunner): {pipe_s:5.2f}s  {n / pipe_s:8.0f} queries/s "
+          f"(parse, recall, identity, dedup, cap, top-n, project, write)")
+    print(f"pipeline / raw search ratio: {pipe_s / raw_s:.2f}x")
+    print(f"one batch of {n}: embedded store {ours_s:.2f}s, faiss IndexFlatIP {faiss_s:.2f}s, "
+          f"embedded / faiss ratio: {ours_s / faiss_s:.2f}x")
+    print(f"inputs = outputs + dead letters: {summary.balanced}")
+
+
+if __name__ == "__main__":
+    main()
