@@ -1,0 +1,1 @@
+"""The Elasticsearch adapter of the KnowledgeSearchPort, plus index creation and bulk writes."""

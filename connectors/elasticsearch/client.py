@@ -1,0 +1,76 @@
+"""Opens the official Elasticsearch client with our settings, and checks the target index."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from elastic_transport import TransportError
+from elasticsearch import ApiError, Elasticsearch, NotFoundError
+
+from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.elasticsearch.credentials import read_credentials
+from connectors.errors import DimensionMismatchError, SearchUnavailableError, StoreNotFoundError
+
+
+def open_client(config: ElasticsearchConfig, environ: Mapping[str, str] | None = None
+                ) -> Elasticsearch:
+    """A client with its own retries off (ours live in the adapter) and the configured TLS."""
+    options: dict[str, Any] = dict(read_credentials(config, environ or os.environ))
+    if config.ca_certs:
+        options["ca_certs"] = config.ca_certs
+    return Elasticsearch(
+        list(config.hosts),
+        request_timeout=config.request_timeout,
+        verify_certs=config.verify_certs,
+        max_retries=0,
+        retry_on_timeout=False,
+        **options,
+    )
+
+
+def check_reachable(client: Elasticsearch, config: ElasticsearchConfig) -> None:
+    """Raises SearchUnavailableError naming the hosts when the cluster does not answer."""
+    try:
+        client.info()
+    except (TransportError, ApiError) as error:
+        raise SearchUnavailableError(
+            f"search.elasticsearch.hosts={list(config.hosts)!r}: cannot reach Elasticsearch "
+            f"({type(error).__name__}: {error})", causes=[error]) from None
+
+
+def vector_mapping(client: Elasticsearch, config: ElasticsearchConfig) -> dict[str, Any] | None:
+    """The mapping of the vector field, or None when the index does not exist."""
+    try:
+        response = client.indices.get_mapping(index=config.index)
+    except NotFoundError:
+        return None
+    for index_mapping in response.body.values():
+        properties = index_mapping.get("mappings", {}).get("properties", {})
+        if config.vector_field in properties:
+            return dict(properties[config.vector_field])
+    return {}
+
+
+def check_index(client: Elasticsearch, config: ElasticsearchConfig,
+                dimension: int | None = None) -> int:
+    """Checks that the index has a dense_vector field (of `dimension`, when given); returns dims.
+
+    Raises:
+        StoreNotFoundError: the index or field is missing, or the field is not a dense_vector.
+        DimensionMismatchError: the field's dims differ from `dimension`.
+    """
+    check_reachable(client, config)
+    where = f"index {config.index!r} on {list(config.hosts)!r}"
+    mapping = vector_mapping(client, config)
+    if mapping is None:
+        raise StoreNotFoundError(f"search.elasticsearch.index={config.index!r}: no such {where}")
+    if mapping.get("type") != "dense_vector":
+        raise StoreNotFoundError(
+            f"search.elasticsearch.vector-field={config.vector_field!r}: {where} has no "
+            f"dense_vector field of that name (found {mapping.get('type')!r})")
+    dims = int(mapping.get("dims", 0))
+    if dimension is not None and dims != dimension:
+        raise DimensionMismatchError(f"embedder vectors for {where}", dimension, dims)
+    return dims

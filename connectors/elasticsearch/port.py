@@ -1,0 +1,182 @@
+"""ElasticsearchPort: the KnowledgeSearchPort over dense_vector kNN, one `_msearch` per batch."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from elasticsearch import Elasticsearch
+
+from connectors.elasticsearch.client import check_index, open_client
+from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.elasticsearch.retry import (
+    backoff_seconds,
+    describe,
+    describe_body,
+    is_retryable_exception,
+    is_retryable_status,
+)
+from connectors.errors import (
+    DimensionMismatchError,
+    KnowledgeSearchError,
+    SearchRejectedError,
+    SearchUnavailableError,
+)
+from connectors.search_port import SearchHit, SearchOutcome, SearchRequest
+
+EventHook = Callable[[str, int], None]
+"""Told of `es_requests`, `es_retries`, `es_backoff_ms` and `es_failures` as they happen."""
+
+
+def _ignore(_: str, __: int) -> None:
+    return None
+
+
+class ElasticsearchPort:
+    """kNN search on a `dense_vector` field; retries live here and only here.
+
+    Retried, with exponential backoff and jitter up to `retry.max_attempts` attempts: 429, 502,
+    503, 504 (whole request or one sub-search), timeouts and connection errors. Never retried: a
+    circuit breaker with durability PERMANENT, and every other 4xx. A request that still fails
+    gets its own `SearchUnavailableError` (or `SearchRejectedError`), with the earlier errors on it.
+
+    >>> config = ElasticsearchConfig(("http://localhost:9200",), "chunks")
+    >>> port = ElasticsearchPort.open(config)  # doctest: +SKIP
+    """
+
+    def __init__(self, client: Elasticsearch, config: ElasticsearchConfig, dimension: int, *,
+                 on_event: EventHook = _ignore, sleep: Callable[[float], None] = time.sleep,
+                 rng: random.Random | None = None) -> None:
+        self._client = client
+        self._config = config
+        self._dimension = dimension
+        self._on_event = on_event
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+
+    @classmethod
+    def open(cls, config: ElasticsearchConfig, on_event: EventHook = _ignore,
+             environ: Mapping[str, str] | None = None) -> ElasticsearchPort:
+        """Connects and checks the index and vector field; fails fast naming the host."""
+        client = open_client(config, environ)
+        try:
+            dimension = check_index(client, config)
+        except Exception:
+            client.close()
+            raise
+        return cls(client, config, dimension, on_event=on_event)
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    def search(self, requests: Sequence[SearchRequest]) -> list[SearchOutcome]:
+        outcomes: list[SearchOutcome | None] = [self._invalid(r) for r in requests]
+        pending = [i for i, outcome in enumerate(outcomes) if outcome is None]
+        history: dict[int, list[str]] = {i: [] for i in pending}
+        for attempt in range(1, self._config.retry.max_attempts + 1):
+            if not pending:
+                break
+            if attempt > 1:
+                self._back_off(attempt - 1)
+            pending = self._attempt(requests, pending, outcomes, history)
+        for i in pending:
+            self._on_event("es_failures", 1)
+            outcomes[i] = SearchUnavailableError(
+                f"search failed after {self._config.retry.max_attempts} attempts; last error: "
+                f"{history[i][-1]}; earlier: {history[i][:-1]}")
+        return [o if o is not None else [] for o in outcomes]
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _attempt(self, requests: Sequence[SearchRequest], pending: list[int],
+                 outcomes: list[SearchOutcome | None], history: dict[int, list[str]]) -> list[int]:
+        searches: list[dict[str, Any]] = []
+        for i in pending:
+            searches += [{"index": self._config.index}, self._body(requests[i])]
+        self._on_event("es_requests", 1)
+        try:
+            responses = self._client.msearch(searches=searches).body["responses"]
+        except Exception as error:
+            for i in pending:
+                history[i].append(describe(error))
+            if is_retryable_exception(error):
+                return pending
+            self._fail(pending, outcomes, SearchRejectedError(describe(error), causes=[error]))
+            return []
+        retry = []
+        for i, response in zip(pending, responses, strict=True):
+            status = int(response.get("status", 200))
+            if "error" not in response:
+                outcomes[i] = [self._hit(h) for h in response["hits"]["hits"]]
+                continue
+            history[i].append(describe_body(status, response))
+            if is_retryable_status(status, response):
+                retry.append(i)
+            else:
+                self._fail([i], outcomes, SearchRejectedError(describe_body(status, response)))
+        return retry
+
+    def _fail(self, indexes: list[int], outcomes: list[SearchOutcome | None],
+              error: KnowledgeSearchError) -> None:
+        for i in indexes:
+            self._on_event("es_failures", 1)
+            outcomes[i] = error
+
+    def _back_off(self, retry_number: int) -> None:
+        seconds = backoff_seconds(self._config.retry, retry_number, self._rng)
+        self._on_event("es_retries", 1)
+        self._on_event("es_backoff_ms", int(seconds * 1000))
+        self._sleep(seconds)
+
+    def _invalid(self, request: SearchRequest) -> KnowledgeSearchError | None:
+        if len(request.vector) != self._dimension:
+            mismatch = DimensionMismatchError("vector", len(request.vector), self._dimension)
+            return SearchRejectedError(str(mismatch), causes=[mismatch])
+        undeclared = sorted(set(request.filters) - set(self._config.filter_fields))
+        if undeclared:
+            return SearchRejectedError(
+                f"filters.{undeclared[0]}={request.filters[undeclared[0]]!r}: not a declared "
+                f"filter field (search.elasticsearch.filter-fields="
+                f"{list(self._config.filter_fields)!r})")
+        return None
+
+    def _body(self, request: SearchRequest) -> dict[str, Any]:
+        config = self._config
+        knn: dict[str, Any] = {
+            "field": config.vector_field,
+            "query_vector": list(request.vector),
+            "k": request.k,
+            "num_candidates": config.candidates_for(request.k),
+        }
+        if request.filters:
+            knn["filter"] = [_term(config.field_path(f), v) for f, v in request.filters.items()]
+        if config.similarity is not None:
+            knn["similarity"] = config.similarity
+        return {"knn": knn, "size": request.k, "_source": self._source_filter()}
+
+    def _source_filter(self) -> Any:
+        config = self._config
+        if config.metadata_field is None:
+            return {"excludes": [config.vector_field]}
+        return [config.content_field, config.metadata_field]
+
+    def _hit(self, raw: Mapping[str, Any]) -> SearchHit:
+        source = dict(raw.get("_source") or {})
+        content = source.pop(self._config.content_field, "")
+        if self._config.metadata_field is None:
+            source.pop(self._config.vector_field, None)
+            metadata = source
+        else:
+            metadata = dict(source.get(self._config.metadata_field) or {})
+        return SearchHit(id=raw.get("_id"), score=float(raw.get("_score") or 0.0),
+                         content=str(content), metadata=metadata)
+
+
+def _term(path: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, list):
+        return {"terms": {path: value}}
+    return {"term": {path: value}}
