@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from functools import partial
 
+from connectors.elasticsearch.port import ElasticsearchPort
 from connectors.embedded_store import EmbeddedStore
 from connectors.embedder_port import EmbedderFactory
 from connectors.errors import ConfigError
 from connectors.hashing_embedder import HashingEmbedder
 from connectors.search_port import PortFactory
 from pipeline.settings import Settings
+from stages import counters
 
 
 def port_factory_for(settings: Settings) -> PortFactory:
@@ -17,7 +19,10 @@ def port_factory_for(settings: Settings) -> PortFactory:
     backend = settings.search.backend
     if backend == "embedded":
         return partial(EmbeddedStore.open, settings.search.embedded.path)
-    raise ConfigError("search.backend", backend, "is not available in this build")
+    if backend == "elasticsearch":
+        return partial(ElasticsearchPort.open, settings.search.elasticsearch.adapter_config(),
+                       counters.count)
+    raise ConfigError("search.backend", backend, "is not a known backend")
 
 
 def embedder_factory_for(settings: Settings) -> EmbedderFactory:
