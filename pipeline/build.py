@@ -7,11 +7,15 @@ import apache_beam as beam
 from connectors.embedder_port import EmbedderFactory
 from connectors.search_port import PortFactory
 from pipeline.backends import embedder_factory_for, port_factory_for
+from pipeline.es_sinks import WriteEvidenceToElasticsearch
 from pipeline.evidence_transform import EvidenceTransform
 from pipeline.progress import LogProgress
 from pipeline.query_lines import ParseQueries, ReadQueryLines
 from pipeline.settings import Settings
+from stages import counters
 from stages.models import DeadLetter, QueryResult
+
+ES_SCHEME = "es://"
 
 
 def build_pipeline(
@@ -24,7 +28,11 @@ def build_pipeline(
     port_factory: PortFactory | None = None,
     embedder_factory: EmbedderFactory | None = None,
 ) -> None:
-    """Adds the whole job to `pipeline`; collaborators default to the configured production ones."""
+    """Adds the whole job to `pipeline`; collaborators default to the configured production ones.
+
+    `out_path` is a JSONL file, or `es://INDEX` to write each result as a document of INDEX
+    (on the configured Elasticsearch cluster) with `_id` = query id.
+    """
     parsed = (pipeline
               | "ReadQueries" >> ReadQueryLines(queries_path)
               | "Parse" >> ParseQueries())
@@ -33,22 +41,30 @@ def build_pipeline(
         port_factory=port_factory or port_factory_for(settings),
         embedder_factory=embedder_factory or embedder_factory_for(settings),
     )
-    (evidence.results
-     | "Progress" >> LogProgress()
-     | "ResultJson" >> beam.Map(_result_json).with_output_types(str)
-     | "WriteResults" >> _write_lines(out_path))
-    ((parsed.dead_letter, evidence.dead_letters)
+    results = evidence.results | "Progress" >> LogProgress()
+    dead_letters = [parsed.dead_letter, evidence.dead_letters]
+    if out_path.startswith(ES_SCHEME):
+        config = settings.search.elasticsearch.adapter_config()
+        dead_letters.append(results | "WriteResultsToElasticsearch" >> WriteEvidenceToElasticsearch(
+            config, out_path[len(ES_SCHEME):]))
+    else:
+        (results
+         | "CountResults" >> beam.Map(_counted).with_output_types(QueryResult)
+         | "ResultJson" >> beam.Map(_to_json).with_output_types(str)
+         | "WriteResults" >> _write_lines(out_path))
+    (tuple(dead_letters)
      | "AllDeadLetters" >> beam.Flatten()
-     | "DeadLetterJson" >> beam.Map(_dead_letter_json).with_output_types(str)
+     | "DeadLetterJson" >> beam.Map(_to_json).with_output_types(str)
      | "WriteDeadLetters" >> _write_lines(dead_letter_path))
 
 
-def _result_json(result: QueryResult) -> str:
-    return result.model_dump_json()
+def _counted(result: QueryResult) -> QueryResult:
+    counters.count(counters.RESULTS)
+    return result
 
 
-def _dead_letter_json(letter: DeadLetter) -> str:
-    return letter.model_dump_json()
+def _to_json(record: QueryResult | DeadLetter) -> str:
+    return record.model_dump_json()
 
 
 def _write_lines(path: str) -> beam.io.WriteToText:

@@ -29,11 +29,12 @@ def _parser() -> argparse.ArgumentParser:
     source = index.add_mutually_exclusive_group(required=True)
     source.add_argument("--chunks", help="chunk records JSONL: id, vector, content, metadata")
     source.add_argument("--docs", help="folder of .txt/.md files to chunk and embed")
+    index.add_argument("--failures", help="JSONL of chunks that failed to index (elasticsearch)")
 
     run = with_config(commands.add_parser(
         "run", help="answer queries; extra arguments are Beam pipeline options"))
     run.add_argument("--queries", required=True, help="query JSONL file")
-    run.add_argument("--out", required=True, help="result JSONL file")
+    run.add_argument("--out", required=True, help="result JSONL file, or es://INDEX")
     run.add_argument("--dead-letter", help="dead-letter JSONL (default: OUT.dead-letter.jsonl)")
 
     demo = with_config(commands.add_parser("demo", help="index the stdlib docs and ask them"))
@@ -47,12 +48,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     for noisy in ("apache_beam", "root", "elastic_transport"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    if args.command != "run" and beam_args:
+    if args.command == "demo" and beam_args:
         print(f"rag-evidence: unrecognized arguments: {' '.join(beam_args)}", file=sys.stderr)
         return 2
     try:
         if args.command == "index":
-            return index_command(args, os.environ)
+            return index_command(args, beam_args, os.environ)
         if args.command == "run":
             return run_command(args, beam_args, os.environ)
         return demo_command(args, os.environ)

@@ -11,8 +11,10 @@ from pathlib import Path
 from connectors.embedded_store import write_store
 from connectors.errors import ConfigError
 from pipeline.backends import embedder_factory_for
+from pipeline.build import ES_SCHEME
 from pipeline.config_loader import load_settings
 from pipeline.demo_report import DEMO_QUESTIONS, evidence_table
+from pipeline.es_indexing import run_es_index
 from pipeline.indexing import document_chunks, embed_chunks, read_chunk_records
 from pipeline.run_job import run_job
 from pipeline.settings import Settings
@@ -23,8 +25,17 @@ def _settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     return load_settings(args.config, environ, args.overrides)
 
 
-def index_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+def index_command(args: argparse.Namespace, beam_args: Sequence[str],
+                  environ: Mapping[str, str]) -> int:
     settings = _settings(args, environ)
+    if settings.search.backend == "elasticsearch":
+        summary = run_es_index(settings, chunks=args.chunks, docs=args.docs,
+                               failures_path=args.failures, beam_args=beam_args)
+        index = settings.search.elasticsearch.index
+        created = " (created)" if summary.created_index else ""
+        print(f"indexed {summary.indexed} chunks into Elasticsearch index {index}{created}; "
+              f"{summary.failed} failed" + (f" (see {args.failures})" if args.failures else ""))
+        return 0 if summary.failed == 0 else 1
     count = build_index(settings, chunks=args.chunks, docs=args.docs)
     print(f"indexed {count} chunks into {settings.search.embedded.path}")
     return 0
@@ -34,7 +45,7 @@ def build_index(settings: Settings, *, chunks: str | None = None, docs: str | No
     """Writes the configured store from chunk records or a documents folder."""
     if settings.search.backend != "embedded":
         raise ConfigError("search.backend", settings.search.backend,
-                          "indexing supports the embedded backend in this build")
+                          "build_index writes the embedded store only")
     if chunks is not None:
         records = read_chunk_records(chunks)
     else:
@@ -46,7 +57,7 @@ def build_index(settings: Settings, *, chunks: str | None = None, docs: str | No
 def run_command(args: argparse.Namespace, beam_args: Sequence[str],
                 environ: Mapping[str, str]) -> int:
     settings = _settings(args, environ)
-    dead_letter = args.dead_letter or f"{args.out}.dead-letter.jsonl"
+    dead_letter = args.dead_letter or _default_dead_letter(args.out)
     summary = run_job(settings, queries_path=args.queries, out_path=args.out,
                       dead_letter_path=dead_letter, beam_args=beam_args)
     print("\n".join(summary.lines()))
@@ -71,3 +82,9 @@ def demo_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         print(evidence_table(out))
         print("\n".join(summary.lines()))
     return 0 if summary.balanced else 1
+
+
+def _default_dead_letter(out: str) -> str:
+    if out.startswith(ES_SCHEME):
+        return f"{out[len(ES_SCHEME):]}.dead-letter.jsonl"
+    return f"{out}.dead-letter.jsonl"

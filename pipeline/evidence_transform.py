@@ -9,7 +9,6 @@ import apache_beam as beam
 from connectors.embedder_port import EmbedderFactory
 from connectors.search_port import PortFactory
 from pipeline.settings import Settings
-from stages import counters
 from stages.dedup import KeyedDedup
 from stages.identity import IdentityNormalize
 from stages.models import DeadLetter, Query, QueryResult
@@ -22,11 +21,6 @@ from stages.top_n import TopN
 class EvidenceOutputs(NamedTuple):
     results: beam.PCollection[QueryResult]
     dead_letters: beam.PCollection[DeadLetter]
-
-
-def _count_result(result: QueryResult) -> QueryResult:
-    counters.count(counters.RESULTS)
-    return result
 
 
 class EvidenceTransform(beam.PTransform[beam.PCollection[Query], EvidenceOutputs]):
@@ -58,6 +52,5 @@ class EvidenceTransform(beam.PTransform[beam.PCollection[Query], EvidenceOutputs
             | "PerDocCap" >> PerDocCap(rag.max_chunks_per_document)
             | "TopN" >> TopN(rag.return_n)
             | "Project" >> Project(self._settings.projection.budget())
-            | "CountResults" >> beam.Map(_count_result).with_output_types(QueryResult)
         )
         return EvidenceOutputs(results, recalled.dead_letter)

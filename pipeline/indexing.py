@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -25,28 +25,45 @@ def read_chunk_records(path: str | Path) -> Iterator[ChunkRecord]:
     """
     with open(path, encoding="utf-8") as lines:
         for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield ChunkRecord.model_validate_json(line)
-            except ValidationError as error:
-                first = error.errors()[0]
-                field = ".".join(str(p) for p in first["loc"]) or "record"
-                raise InvalidInputError(f"{path}:{number} {field}", first.get("input"),
-                                        first["msg"]) from None
+            if line.strip():
+                yield parse_chunk_line(str(path), number, line)
 
 
-def document_chunks(root: str | Path, max_chars: int) -> Iterator[tuple[str, int, str]]:
-    """(doc id = path relative to `root`, chunk index, text) for every document under `root`."""
+def parse_chunk_line(path: str, number: int, line: str) -> ChunkRecord:
+    """One chunk record line; errors name `path:number` and the field."""
+    try:
+        return ChunkRecord.model_validate_json(line)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "record"
+        raise InvalidInputError(f"{path}:{number} {field}", first.get("input"),
+                                first["msg"]) from None
+
+
+def document_paths(root: str | Path) -> list[Path]:
+    """The text/Markdown files under `root`, sorted.
+
+    Raises:
+        InvalidInputError: `root` is not a directory.
+    """
     base = Path(root)
     if not base.is_dir():
         raise InvalidInputError("--docs", str(root), "is not a directory")
-    for path in sorted(p for p in base.rglob("*") if p.suffix.lower() in DOC_SUFFIXES):
-        doc_id = path.relative_to(base).as_posix()
-        text = path.read_text(encoding="utf-8", errors="replace")
-        chunks = [c for c in chunk_text(text, max_chars) if _WORD.search(c)]
-        for index, chunk in enumerate(chunks):
-            yield doc_id, index, chunk
+    return sorted(p for p in base.rglob("*") if p.suffix.lower() in DOC_SUFFIXES)
+
+
+def chunks_of(root: str | Path, path: str | Path, max_chars: int) -> list[tuple[str, int, str]]:
+    """(doc id = path relative to `root`, chunk index, text) for one document."""
+    doc_id = Path(path).relative_to(root).as_posix()
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    chunks = [c for c in chunk_text(text, max_chars) if _WORD.search(c)]
+    return [(doc_id, index, chunk) for index, chunk in enumerate(chunks)]
+
+
+def document_chunks(root: str | Path, max_chars: int) -> Iterator[tuple[str, int, str]]:
+    """Every chunk of every document under `root`."""
+    for path in document_paths(root):
+        yield from chunks_of(root, path, max_chars)
 
 
 def embed_chunks(chunks: Iterator[tuple[str, int, str]], embedder: EmbedderPort,
@@ -56,12 +73,14 @@ def embed_chunks(chunks: Iterator[tuple[str, int, str]], embedder: EmbedderPort,
     for chunk in chunks:
         batch.append(chunk)
         if len(batch) >= batch_size:
-            yield from _embed_batch(batch, embedder)
+            yield from embed_batch(batch, embedder)
             batch = []
-    yield from _embed_batch(batch, embedder)
+    yield from embed_batch(batch, embedder)
 
 
-def _embed_batch(batch: list[tuple[str, int, str]], embedder: EmbedderPort) -> list[ChunkRecord]:
+def embed_batch(batch: Sequence[tuple[str, int, str]], embedder: EmbedderPort
+                ) -> list[ChunkRecord]:
+    """Chunk records for a batch of chunks, embedded in one call."""
     if not batch:
         return []
     vectors = embedder.embed([text for _, _, text in batch])

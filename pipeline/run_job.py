@@ -10,6 +10,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from connectors.embedder_port import EmbedderFactory
 from connectors.search_port import PortFactory
+from pipeline.backends import port_factory_for
 from pipeline.build import build_pipeline
 from pipeline.settings import Settings
 from pipeline.summary import RunSummary, summarize
@@ -18,7 +19,13 @@ from pipeline.summary import RunSummary, summarize
 def run_job(settings: Settings, *, queries_path: str, out_path: str, dead_letter_path: str,
             beam_args: Sequence[str] = (), port_factory: PortFactory | None = None,
             embedder_factory: EmbedderFactory | None = None) -> RunSummary:
-    """Builds, runs and waits for the job; `beam_args` are Beam pipeline options."""
+    """Checks the backend, then builds, runs and waits for the job.
+
+    `beam_args` are Beam pipeline options. The port is opened once here first, so a missing
+    store, an unreachable cluster or a wrong index fails fast, before any worker starts.
+    """
+    port_factory = port_factory or port_factory_for(settings)
+    port_factory().close()
     options = PipelineOptions(list(beam_args))
     started = time.monotonic()
     pipeline = beam.Pipeline(options=options)

@@ -41,11 +41,16 @@ class RunSummary:
         ]
 
 
-def summarize(result: PipelineResult, seconds: float) -> RunSummary:
+def counter_totals(result: PipelineResult) -> dict[str, int]:
     """Sums the committed (or, where a runner has none, attempted) rag_evidence counters."""
     query = result.metrics().query(MetricsFilter().with_namespace(counters.NAMESPACE))
-    totals = dict.fromkeys(REPORTED, 0)
+    totals: dict[str, int] = {}
     for counter in query["counters"]:
         value = counter.committed if counter.committed is not None else counter.attempted
         totals[counter.key.metric.name] = totals.get(counter.key.metric.name, 0) + int(value or 0)
-    return RunSummary(totals, seconds)
+    return totals
+
+
+def summarize(result: PipelineResult, seconds: float) -> RunSummary:
+    """The run's summary from its counters."""
+    return RunSummary(dict.fromkeys(REPORTED, 0) | counter_totals(result), seconds)

@@ -76,12 +76,30 @@ class _RecallDoFn(beam.DoFn):
         self._embedder: EmbedderPort | None = None
 
     def setup(self) -> None:
-        self._port = self._port_factory()
         self._embedder = self._embedder_factory()
+        self._open_port()
+
+    def _open_port(self) -> KnowledgeSearchError | None:
+        """Opens the port if it is not open; an outage is returned, not raised, so that the
+        batch becomes dead letters and the job goes on."""
+        if self._port is None:
+            try:
+                self._port = self._port_factory()
+            except KnowledgeSearchError as error:
+                _log.warning("search port unavailable: %s", error)
+                return error
+        return None
 
     def process(self, batch: list[Query]) -> Iterator[QueryHits | pvalue.TaggedOutput]:
-        assert self._port is not None and self._embedder is not None
-        for result in recall_batch(batch, self._port, self._embedder, self._retrieve_k):
+        assert self._embedder is not None
+        outage = self._open_port()
+        results: list[QueryHits | DeadLetter]
+        if self._port is None:
+            results = [dead_letter(q, "recall", outage or KnowledgeSearchError("no port"))
+                       for q in batch]
+        else:
+            results = recall_batch(batch, self._port, self._embedder, self._retrieve_k)
+        for result in results:
             if isinstance(result, DeadLetter):
                 counters.count(counters.DEAD_LETTERS)
                 yield pvalue.TaggedOutput(DEAD_LETTER, result)

@@ -11,6 +11,7 @@ from elasticsearch import ApiError, Elasticsearch, NotFoundError
 
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.credentials import read_credentials
+from connectors.elasticsearch.retry import describe
 from connectors.errors import DimensionMismatchError, SearchUnavailableError, StoreNotFoundError
 
 
@@ -37,7 +38,7 @@ def check_reachable(client: Elasticsearch, config: ElasticsearchConfig) -> None:
     except (TransportError, ApiError) as error:
         raise SearchUnavailableError(
             f"search.elasticsearch.hosts={list(config.hosts)!r}: cannot reach Elasticsearch "
-            f"({type(error).__name__}: {error})", causes=[error]) from None
+            f"({describe(error)})", causes=[error]) from None
 
 
 def vector_mapping(client: Elasticsearch, config: ElasticsearchConfig) -> dict[str, Any] | None:

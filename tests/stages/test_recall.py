@@ -79,3 +79,15 @@ def test_recall_transform_splits_hits_and_dead_letters(tmp_path: Path, vectors: 
                     equal_to([(f"q{i}", 5) for i in range(10)]), label="hits")
         assert_that(outputs.dead_letter | beam.Map(lambda d: d.query_id), equal_to(["bad"]),
                     label="dead")
+
+
+def test_a_port_that_cannot_be_opened_dead_letters_queries_and_the_job_goes_on(
+        tmp_path: Path) -> None:
+    missing = partial(EmbeddedStore.open, tmp_path / "missing")
+    queries = [Query(id=f"q{i}", vector=(1.0,) * DIM) for i in range(3)]
+    with TestPipeline() as p:
+        outputs = p | beam.Create(queries) | Recall(missing, partial(HashingEmbedder, DIM),
+                                                    retrieve_k=2)
+        assert_that(outputs.dead_letter | beam.Map(lambda d: (d.query_id, "no embedded store"
+                                                              in d.error)),
+                    equal_to([("q0", True), ("q1", True), ("q2", True)]))

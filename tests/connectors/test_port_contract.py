@@ -1,0 +1,90 @@
+"""One contract, two adapters: the embedded store and Elasticsearch give the same answers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from elasticsearch import Elasticsearch
+
+from connectors.elasticsearch.bulk_writer import write_chunks
+from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.elasticsearch.index_admin import ensure_index
+from connectors.elasticsearch.port import ElasticsearchPort
+from connectors.embedded_store import EmbeddedStore, write_store
+from connectors.errors import KnowledgeSearchError
+from connectors.search_port import KnowledgeSearchPort, SearchRequest
+from tests.builders import chunk_records, unit_vectors
+
+DIM = 16
+VECTORS = unit_vectors(120, dim=DIM, seed=3)
+RECORDS = chunk_records(VECTORS, chunks_per_doc=3)
+QUERIES = unit_vectors(10, dim=DIM, seed=4)
+
+
+@pytest.fixture(params=["embedded", pytest.param("elasticsearch", marks=pytest.mark.live_es)])
+def port(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KnowledgeSearchPort]:
+    if request.param == "embedded":
+        write_store(tmp_path, RECORDS)
+        opened: KnowledgeSearchPort = EmbeddedStore.open(tmp_path)
+    else:
+        es_url = request.getfixturevalue("es_url")
+        es_client: Elasticsearch = request.getfixturevalue("es_client")
+        index = request.getfixturevalue("es_index")
+        config = ElasticsearchConfig(hosts=(es_url,), index=index, index_options={"type": "flat"},
+                                     filter_fields=("docId", "parity"))
+        ensure_index(es_client, config, DIM)
+        write_chunks(es_client, config, RECORDS, refresh=True)
+        opened = ElasticsearchPort.open(config)
+    yield opened
+    opened.close()
+
+
+def _exact(vector: tuple[float, ...], k: int, parity: int | None = None) -> list[str]:
+    """Brute-force answer from the records themselves."""
+    scored = [(-sum(a * b for a, b in zip(vector, r.vector, strict=True)), r.id) for r in RECORDS
+              if parity is None or r.metadata["parity"] == parity]
+    return [record_id for _, record_id in sorted(scored)[:k]]
+
+
+def test_port_reports_its_dimension(port: KnowledgeSearchPort) -> None:
+    assert isinstance(port, KnowledgeSearchPort) and port.dimension == DIM
+
+
+def test_exact_knn_ids_scores_and_order(port: KnowledgeSearchPort) -> None:
+    requests = [SearchRequest(vector=tuple(q.tolist()), k=7) for q in QUERIES]
+    for request, outcome in zip(requests, port.search(requests), strict=True):
+        assert isinstance(outcome, list)
+        assert [h.id for h in outcome] == _exact(request.vector, 7)
+        scores = [h.score for h in outcome]
+        assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
+
+
+def test_scores_are_one_plus_cosine_over_two(port: KnowledgeSearchPort) -> None:
+    (hits,) = port.search([SearchRequest(vector=tuple(VECTORS[7].tolist()), k=1)])
+    assert isinstance(hits, list) and hits[0].id == RECORDS[7].id
+    assert hits[0].score == pytest.approx(1.0, abs=1e-4)
+    opposite = tuple(-x for x in VECTORS[7].tolist())
+    (far,) = port.search([SearchRequest(vector=opposite, k=120)])
+    assert isinstance(far, list) and far[-1].id == RECORDS[7].id
+    assert far[-1].score == pytest.approx(0.0, abs=1e-4)
+
+
+def test_filtered_knn_matches_brute_force(port: KnowledgeSearchPort) -> None:
+    vector = tuple(QUERIES[0].tolist())
+    (hits,) = port.search([SearchRequest(vector=vector, k=5, filters={"parity": 1})])
+    assert isinstance(hits, list) and [h.id for h in hits] == _exact(vector, 5, parity=1)
+
+
+def test_hits_carry_content_and_metadata(port: KnowledgeSearchPort) -> None:
+    (hits,) = port.search([SearchRequest(vector=tuple(VECTORS[4].tolist()), k=1)])
+    assert isinstance(hits, list)
+    assert (hits[0].content, hits[0].metadata) == (RECORDS[4].content, RECORDS[4].metadata)
+
+
+def test_a_wrong_dimension_fails_only_that_request(port: KnowledgeSearchPort) -> None:
+    bad, good = port.search([SearchRequest(vector=(1.0, 0.0), k=1),
+                             SearchRequest(vector=tuple(VECTORS[0].tolist()), k=1)])
+    assert isinstance(bad, KnowledgeSearchError) and "2 dimensions" in str(bad)
+    assert isinstance(good, list) and good[0].id == RECORDS[0].id
