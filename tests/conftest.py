@@ -8,38 +8,13 @@ the whole session and stopped at its end.
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from elasticsearch import Elasticsearch
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"noida-db exited with {process.returncode}: {log.read_text()}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"noida-db did not answer at {url} within 60 s: {log.read_text()}")
+from tests.es_server import running_server
 
 
 @pytest.fixture(scope="session")
@@ -47,25 +22,8 @@ def es_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if os.environ.get("ES_URL"):
         yield os.environ["ES_URL"]
         return
-    executable = shutil.which("noida-db") or str(Path(sys.executable).parent / "noida-db")
-    port = _free_port()
-    data = tmp_path_factory.mktemp("noida-db")
-    log = data / "server.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(
-            [executable, "start", "--only", "elasticsearch", "--elasticsearch-port", str(port),
-             "--data-dir", str(data / "data")],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_until_up(url, process, log)
+    with running_server(tmp_path_factory.mktemp("noida-db")) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
 
 
 @pytest.fixture

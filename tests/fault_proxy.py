@@ -32,20 +32,23 @@ def _error_body(status: int, kind: str = "es_rejected_execution_exception",
 class FaultProxy:
     """`with FaultProxy(upstream, ["503", "pass"]) as proxy: proxy.url ...`"""
 
-    def __init__(self, upstream: str, schedule: Iterable[str] = ()) -> None:
+    def __init__(self, upstream: str, schedule: Iterable[str] = (), port: int = 0) -> None:
         self.upstream = urlsplit(upstream)
         self.schedule = list(schedule)
         self.requests = 0
         self.paths: list[str] = []
         self.authorizations: list[str | None] = []
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def serve_forever(self) -> None:
+        self._server.serve_forever()
 
     def __enter__(self) -> FaultProxy:
         self._thread.start()
@@ -84,6 +87,9 @@ class FaultProxy:
             def _serve(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
+                if self.path == "/__proxy_requests":
+                    self._answer(200, [], str(proxy.requests).encode())
+                    return
                 proxy.authorizations.append(self.headers.get("authorization"))
                 action = proxy.next_action(self.path)
                 if action == "drop":
@@ -130,3 +136,16 @@ def _first_sub_response_throttled(payload: bytes) -> bytes:
     error = json.loads(_error_body(429))
     data["responses"][0] = {**error, "status": 429}
     return json.dumps(data).encode()
+
+
+def main() -> None:
+    """`python -m tests.fault_proxy UPSTREAM PORT`: a counting proxy in its own process.
+    GET /__proxy_requests answers the number of requests forwarded so far."""
+    import sys
+
+    proxy = FaultProxy(sys.argv[1], port=int(sys.argv[2]))
+    proxy.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

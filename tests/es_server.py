@@ -1,0 +1,58 @@
+"""Starts a local Elasticsearch-compatible server (noida-db) on a free loopback port."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path,
+                  seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args} exited with {process.returncode}: "
+                               f"{log.read_text(errors='replace')}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"nothing answered at {url} within {seconds} s: {log.read_text()}")
+
+
+@contextlib.contextmanager
+def running_server(data_dir: Path) -> Iterator[str]:
+    """`noida-db start --only elasticsearch` in the foreground; yields its URL, stops it after."""
+    executable = shutil.which("noida-db") or str(Path(sys.executable).parent / "noida-db")
+    port = free_port()
+    log = data_dir / "server.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [executable, "start", "--only", "elasticsearch", "--elasticsearch-port", str(port),
+             "--data-dir", str(data_dir / "data")],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(url, process, log)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
