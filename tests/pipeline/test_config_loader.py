@@ -86,3 +86,16 @@ def test_config_that_is_not_a_mapping_is_rejected(tmp_path: Path) -> None:
     path.write_text("- just\n- a list\n")
     with pytest.raises(ConfigError, match="mapping"):
         load_settings(path)
+
+
+def test_shipped_elasticsearch_config_is_valid_and_holds_no_secret() -> None:
+    path = Path(__file__).parents[2] / "configs" / "elasticsearch.yaml"
+    settings = load_settings(path)
+    es = settings.search.elasticsearch
+    assert settings.search.backend == "elasticsearch" and es.index == "rag-chunks"
+    assert "password:" not in path.read_text() and "api-key:" not in path.read_text()
+
+
+def test_null_metadata_field_selects_the_top_level_layout() -> None:
+    settings = load_settings(overrides=["search.elasticsearch.metadata-field=null"])
+    assert settings.search.elasticsearch.adapter_config().field_path("docId") == "docId"
