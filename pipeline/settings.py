@@ -7,13 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from connectors.elasticsearch.config import (
-    DEFAULT_API_KEY_ENV,
-    DEFAULT_PASSWORD_ENV,
-    DEFAULT_USERNAME_ENV,
-    ElasticsearchConfig,
-    RetryPolicy,
-)
+from connectors.elasticsearch.config import ElasticsearchConfig, RetryPolicy
 from stages.projection import ProjectionBudget
 
 _log = logging.getLogger(__name__)
@@ -51,40 +45,39 @@ class EmbeddedStoreSettings(Section):
     path: str = "data/store"
 
 
+_ES = ElasticsearchConfig(hosts=("http://localhost:9200",), index="rag-chunks")
+_RETRY = _ES.retry
+
+
 class ElasticsearchSettings(Section):
-    hosts: tuple[str, ...] = ("http://localhost:9200",)
-    index: str = Field("rag-chunks", min_length=1)
-    vector_field: str = "embedding"
-    content_field: str = "content"
-    metadata_field: str | None = "metadata"
-    filter_fields: tuple[str, ...] = ("docId", "source")
-    num_candidates: int | None = Field(None, ge=1, le=10_000)
-    similarity: float | None = None
-    request_timeout: float = Field(10.0, gt=0)
-    verify_certs: bool = True
-    ca_certs: str | None = None
-    api_key_env: str = DEFAULT_API_KEY_ENV
-    username_env: str = DEFAULT_USERNAME_ENV
-    password_env: str = DEFAULT_PASSWORD_ENV
-    credentials_file: str | None = None
-    max_attempts: int = Field(4, ge=1, le=20)
-    initial_backoff: float = Field(0.2, ge=0)
-    max_backoff: float = Field(5.0, ge=0)
-    index_options: dict[str, Any] = Field(default_factory=lambda: {"type": "int8_hnsw"})
-    bulk_chunk_size: int = Field(500, ge=1)
+    """`search.elasticsearch.*`; defaults are the adapter's own (connectors/elasticsearch)."""
+
+    hosts: tuple[str, ...] = _ES.hosts
+    index: str = Field(_ES.index, min_length=1)
+    vector_field: str = _ES.vector_field
+    content_field: str = _ES.content_field
+    metadata_field: str | None = _ES.metadata_field
+    filter_fields: tuple[str, ...] = _ES.filter_fields
+    num_candidates: int | None = Field(_ES.num_candidates, ge=1, le=10_000)
+    similarity: float | None = _ES.similarity
+    request_timeout: float = Field(_ES.request_timeout, gt=0)
+    verify_certs: bool = _ES.verify_certs
+    ca_certs: str | None = _ES.ca_certs
+    api_key_env: str = _ES.api_key_env
+    username_env: str = _ES.username_env
+    password_env: str = _ES.password_env
+    credentials_file: str | None = _ES.credentials_file
+    max_attempts: int = Field(_RETRY.max_attempts, ge=1, le=20)
+    initial_backoff: float = Field(_RETRY.initial_backoff, ge=0)
+    max_backoff: float = Field(_RETRY.max_backoff, ge=0)
+    index_options: dict[str, Any] = Field(default_factory=lambda: dict(_ES.index_options))
+    bulk_chunk_size: int = Field(_ES.bulk_chunk_size, ge=1)
 
     def adapter_config(self) -> ElasticsearchConfig:
         """The connector's view of these settings."""
-        return ElasticsearchConfig(
-            hosts=self.hosts, index=self.index, vector_field=self.vector_field,
-            content_field=self.content_field, metadata_field=self.metadata_field,
-            filter_fields=self.filter_fields, num_candidates=self.num_candidates,
-            similarity=self.similarity, request_timeout=self.request_timeout,
-            verify_certs=self.verify_certs, ca_certs=self.ca_certs,
-            api_key_env=self.api_key_env, username_env=self.username_env,
-            password_env=self.password_env, credentials_file=self.credentials_file,
-            retry=RetryPolicy(self.max_attempts, self.initial_backoff, self.max_backoff),
-            index_options=dict(self.index_options), bulk_chunk_size=self.bulk_chunk_size)
+        retry_keys = {"max_attempts", "initial_backoff", "max_backoff"}
+        retry = RetryPolicy(self.max_attempts, self.initial_backoff, self.max_backoff)
+        return ElasticsearchConfig(**self.model_dump(exclude=retry_keys), retry=retry)
 
 
 class SearchSettings(Section):
