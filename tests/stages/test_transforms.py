@@ -19,7 +19,7 @@ def _keys(element: QueryCandidates) -> tuple[str, list[str]]:
     return element.query_id, [c.evidence_key for c in element.candidates]
 
 
-def _run(stage: beam.PTransform, elements: list[QueryCandidates],  # type: ignore[type-arg]
+def _assert_stage_gives(stage: beam.PTransform, elements: list[QueryCandidates],  # type: ignore[type-arg]
          expected: list[tuple[str, list[str]]]) -> None:
     with TestPipeline() as p:
         out = p | beam.Create(elements) | stage | beam.Map(_keys)
@@ -39,19 +39,19 @@ def test_identity_normalize_transform() -> None:
 
 
 def test_keyed_dedup_transform_works_per_query() -> None:
-    _run(KeyedDedup(),
+    _assert_stage_gives(KeyedDedup(),
          [_query("q1", chunk("d", 0, 0.9), chunk("d", 0, 0.8)),
           _query("q2", chunk("d", 0, 0.5), chunk("d", 1, 0.4))],
          [("q1", ["d#chunk-0"]), ("q2", ["d#chunk-0", "d#chunk-1"])])
 
 
 def test_per_doc_cap_transform() -> None:
-    _run(PerDocCap(2), [_query("q", *(chunk("d", i, 1 - i / 10) for i in range(4)))],
+    _assert_stage_gives(PerDocCap(2), [_query("q", *(chunk("d", i, 1 - i / 10) for i in range(4)))],
          [("q", ["d#chunk-0", "d#chunk-1"])])
 
 
 def test_top_n_transform() -> None:
-    _run(TopN(1), [_query("q", chunk("a", 0, 0.1), chunk("b", 0, 0.7))], [("q", ["b#chunk-0"])])
+    _assert_stage_gives(TopN(1), [_query("q", chunk("a", 0, 0.1), chunk("b", 0, 0.7))], [("q", ["b#chunk-0"])])
 
 
 def test_project_transform_ranks_evidence_and_projects_chunk_scoped_ids() -> None:
