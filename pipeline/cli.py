@@ -8,8 +8,18 @@ import os
 import sys
 from collections.abc import Sequence
 
-from connectors.errors import RagEvidenceError
-from pipeline.commands import demo_command, index_command, run_command
+
+class _BeamImportNoise(logging.Filter):
+    """Beam warns on the root logger, at import, about optional GCP libraries we never use."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "apitools not found" not in record.getMessage()
+
+
+logging.getLogger().addFilter(_BeamImportNoise())
+
+from connectors.errors import RagEvidenceError  # noqa: E402
+from pipeline.commands import demo_command, index_command, run_command  # noqa: E402
 
 _log = logging.getLogger("rag_evidence")
 
@@ -45,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args, beam_args = _parser().parse_known_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(levelname)s %(name)s: %(message)s")
+                        format="%(levelname)s %(name)s: %(message)s", force=True)
     for noisy in ("apache_beam", "root", "elastic_transport"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     if args.command == "demo" and beam_args:
