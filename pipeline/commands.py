@@ -8,8 +8,10 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from apache_beam.io.filesystems import FileSystems
+
 from connectors.embedded_store import write_store
-from connectors.errors import ConfigError
+from connectors.errors import ConfigError, InvalidInputError
 from pipeline.backends import embedder_factory_for
 from pipeline.build import ES_SCHEME
 from pipeline.config_loader import load_settings
@@ -57,6 +59,8 @@ def build_index(settings: Settings, *, chunks: str | None = None, docs: str | No
 def run_command(args: argparse.Namespace, beam_args: Sequence[str],
                 environ: Mapping[str, str]) -> int:
     settings = _settings(args, environ)
+    if not FileSystems.exists(args.queries):
+        raise InvalidInputError("--queries", args.queries, "does not exist")
     dead_letter = args.dead_letter or _default_dead_letter(args.out)
     summary = run_job(settings, queries_path=args.queries, out_path=args.out,
                       dead_letter_path=dead_letter, beam_args=beam_args)

@@ -134,6 +134,15 @@ def test_bad_config_is_a_clear_error_not_a_traceback(
     assert "did you mean 'rag.return-n'" in capsys.readouterr().err
 
 
+def test_a_missing_query_file_is_named(
+    store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nope.jsonl"
+    args = ["--queries", str(missing), "--out", str(tmp_path / "o.jsonl")]
+    assert main(["run", "--config", str(store_config), *args]) == 2
+    assert f"--queries='{missing}': does not exist" in capsys.readouterr().err
+
+
 @settings(
     max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
