@@ -143,6 +143,17 @@ def test_a_missing_query_file_is_named(
     assert f"--queries='{missing}': does not exist" in capsys.readouterr().err
 
 
+def test_a_store_of_another_dimension_than_the_embedder_fails_fast(
+    store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"id": "q", "text": "x"}\n')
+    args = ["--queries", str(queries), "--out", str(tmp_path / "o.jsonl"), "--set",
+            "embedder.dim=16"]
+    assert main(["run", "--config", str(store_config), *args]) == 2
+    assert "embedder.dim has 16 dimensions but the store expects 8" in capsys.readouterr().err
+
+
 @settings(
     max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -13,6 +13,7 @@ from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.index_admin import ensure_index
 from connectors.elasticsearch.port import ElasticsearchPort
 from connectors.errors import (
+    ConfigError,
     DimensionMismatchError,
     SearchRejectedError,
     SearchUnavailableError,
@@ -136,3 +137,24 @@ def test_reindexing_updates_instead_of_duplicating(
                           refresh=True)
     assert report.indexed == 12
     assert es_client.count(index=es_index)["count"] == 12
+
+
+def test_existing_index_with_other_similarity_is_an_error_not_a_remap(
+        es_url: str, es_client: Elasticsearch, es_index: str) -> None:
+    es_client.indices.create(index=es_index, mappings={"properties": {"embedding": {
+        "type": "dense_vector", "dims": DIM, "index": True, "similarity": "dot_product"}}})
+    with pytest.raises(ConfigError, match="similarity 'dot_product'"):
+        ensure_index(es_client, _config(es_url, es_index), DIM)
+
+
+def test_created_mapping_types_identity_fields(
+        es_url: str, es_client: Elasticsearch, es_index: str) -> None:
+    config = _config(es_url, es_index, index_options={"type": "hnsw"})
+    assert ensure_index(es_client, config, DIM)
+    properties = es_client.indices.get_mapping(index=es_index)[es_index]["mappings"]["properties"]
+    vector = properties["embedding"]
+    assert (vector["type"], vector["dims"], vector["similarity"]) == ("dense_vector", DIM, "cosine")
+    assert vector["index_options"]["type"] == "hnsw"
+    assert properties["content"]["type"] == "text"
+    metadata = properties["metadata"]["properties"]
+    assert metadata["docId"]["type"] == "keyword" and metadata["chunkIndex"]["type"] == "integer"
