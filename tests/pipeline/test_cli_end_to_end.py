@@ -93,6 +93,21 @@ def test_run_writes_one_result_per_query_and_dead_letters_the_rest(
     assert "inputs = outputs + dead letters: 4 = 2 + 2 (ok)" in capsys.readouterr().out
 
 
+def test_a_chunk_found_by_two_sub_queries_is_one_block_with_both_reasons(
+    store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    vector = unit_vectors(40, dim=DIM)[9].tolist()
+    line = json.dumps({"id": "rewrites", "vector": vector, "vectors": [vector]})
+    results, dead, code = _run(store_config, tmp_path, [line])
+    assert code == 0 and dead == []
+    (result,) = results
+    keys = [b["evidence_key"] for b in result["evidence"]]
+    assert len(keys) == len(set(keys)) == 3
+    assert result["evidence"][0]["evidence_key"] == "doc2#chunk-1"
+    assert result["evidence"][0]["hit_reasons"] == ["knn:vector", "knn:vectors[0]"]
+    assert "duplicates_merged: 10" in capsys.readouterr().out
+
+
 def test_beam_options_pass_through_to_the_runner(store_config: Path, tmp_path: Path) -> None:
     lines = [json.dumps({"id": f"q{i}", "text": f"content {i}"}) for i in range(6)]
     results, dead, code = _run(
