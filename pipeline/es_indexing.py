@@ -12,9 +12,7 @@ from apache_beam import pvalue
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from connectors.chunk_record import ChunkRecord
-from connectors.elasticsearch.client import open_client
-from connectors.elasticsearch.config import ElasticsearchConfig
-from connectors.elasticsearch.index_admin import ensure_index
+from connectors.elasticsearch.writer import ElasticsearchWriter
 from connectors.embedder_port import EmbedderFactory, EmbedderPort
 from connectors.errors import InvalidInputError
 from pipeline.backends import embedder_factory_for
@@ -70,11 +68,11 @@ def run_es_index(settings: Settings, *, chunks: str | None = None, docs: str | N
     """Creates the index when missing, then bulk-indexes on whatever runner `beam_args` name."""
     config = settings.search.elasticsearch.adapter_config()
     dimension = settings.embedder.dim if docs is not None else _first_dimension(chunks or "")
-    client = open_client(config)
+    writer = ElasticsearchWriter.open(config)
     try:
-        created = ensure_index(client, config, dimension)
+        created = writer.ensure_chunk_index(dimension)
     finally:
-        client.close()
+        writer.close()
     pipeline = beam.Pipeline(options=PipelineOptions(list(beam_args)))
     failures = []
     if docs is not None:
@@ -100,7 +98,11 @@ def run_es_index(settings: Settings, *, chunks: str | None = None, docs: str | N
          | "WriteFailures" >> beam.io.WriteToText(failures_path, shard_name_template=""))
     result = pipeline.run()
     result.wait_until_finish()
-    _refresh(config)
+    writer = ElasticsearchWriter.open(config)
+    try:
+        writer.refresh()
+    finally:
+        writer.close()
     totals = counter_totals(result)
     return IndexSummary(totals.get(INDEXED, 0), totals.get(INDEX_FAILURES, 0), created)
 
@@ -109,12 +111,3 @@ def _first_dimension(chunks: str) -> int:
     for number, line in read_numbered_lines(chunks):
         return len(parse_chunk_line(chunks, number, line).vector)
     raise InvalidInputError("--chunks", chunks, "holds no chunk records")
-
-
-def _refresh(config: ElasticsearchConfig) -> None:
-    client = open_client(config)
-    try:
-        client.indices.refresh(index=config.index)
-    finally:
-        client.close()
-

@@ -9,9 +9,8 @@ import apache_beam as beam
 from apache_beam import pvalue
 
 from connectors.chunk_record import ChunkRecord
-from connectors.elasticsearch.bulk_writer import BulkReport, write_chunks, write_documents
-from connectors.elasticsearch.client import open_client
 from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.elasticsearch.writer import ElasticsearchWriter
 from stages import counters
 from stages.models import DeadLetter, QueryResult
 
@@ -21,28 +20,35 @@ INDEX_FAILURES = "chunk_index_failures"
 _log = logging.getLogger(__name__)
 
 
-class _ClientDoFn(beam.DoFn):
-    """Owns an Elasticsearch client: opened in `setup`, closed in `teardown`, never pickled."""
+class _WriterDoFn(beam.DoFn):
+    """Owns an Elasticsearch writer: opened in `setup`, closed in `teardown`, never pickled."""
 
     def __init__(self, config: ElasticsearchConfig) -> None:
         self._config = config
-        self._client = None
+        self._writer: ElasticsearchWriter | None = None
 
     def setup(self) -> None:
-        self._client = open_client(self._config)  # type: ignore[assignment]
+        self._writer = ElasticsearchWriter.open(self._config)
+
+    @property
+    def writer(self) -> ElasticsearchWriter:
+        if self._writer is None:
+            self.setup()
+        assert self._writer is not None
+        return self._writer
 
     def teardown(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
 
     def __getstate__(self) -> dict[str, object]:
-        return {**self.__dict__, "_client": None}
+        return {**self.__dict__, "_writer": None}
 
 
-class _WriteChunksDoFn(_ClientDoFn):
+class _WriteChunksDoFn(_WriterDoFn):
     def process(self, batch: Sequence[ChunkRecord]) -> Iterator[pvalue.TaggedOutput]:
-        report = write_chunks(self._client, self._config, batch)  # type: ignore[arg-type]
+        report = self.writer.write_chunks(batch)
         counters.count(INDEXED, report.indexed)
         counters.count(INDEX_FAILURES, len(report.failures))
         for doc_id, reason in report.failures:
@@ -66,15 +72,14 @@ class WriteChunksToElasticsearch(beam.PTransform[beam.PCollection[ChunkRecord],
                     FAILED, main="done"))[FAILED]
 
 
-class _WriteEvidenceDoFn(_ClientDoFn):
+class _WriteEvidenceDoFn(_WriterDoFn):
     def __init__(self, config: ElasticsearchConfig, index: str) -> None:
         super().__init__(config)
         self._index = index
 
     def process(self, batch: Sequence[QueryResult]) -> Iterator[DeadLetter]:
         documents = [(r.query_id, r.model_dump(mode="json")) for r in batch]
-        report: BulkReport = write_documents(self._client, self._config,  # type: ignore[arg-type]
-                                             self._index, documents)
+        report = self.writer.write_documents(self._index, documents)
         counters.count(counters.RESULTS, report.indexed)
         failed = dict(report.failures)
         for result in batch:

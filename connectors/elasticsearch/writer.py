@@ -1,0 +1,51 @@
+"""ElasticsearchWriter: the write side (index creation, bulk writes, refresh) behind one object,
+so that nothing outside connectors/ touches the client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from elasticsearch import Elasticsearch
+
+from connectors.chunk_record import ChunkRecord
+from connectors.elasticsearch.bulk_writer import BulkReport, write_chunks, write_documents
+from connectors.elasticsearch.client import open_client
+from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.elasticsearch.index_admin import ensure_index
+
+
+class ElasticsearchWriter:
+    """Owns one client for writes; `close` it when done (DoFns: in `teardown`).
+
+    >>> writer = ElasticsearchWriter.open(config)  # doctest: +SKIP
+    >>> writer.ensure_chunk_index(384)  # doctest: +SKIP
+    >>> report = writer.write_chunks(records)  # doctest: +SKIP
+    """
+
+    def __init__(self, client: Elasticsearch, config: ElasticsearchConfig) -> None:
+        self._client = client
+        self._config = config
+
+    @classmethod
+    def open(cls, config: ElasticsearchConfig,
+             environ: Mapping[str, str] | None = None) -> ElasticsearchWriter:
+        return cls(open_client(config, environ), config)
+
+    def ensure_chunk_index(self, dimension: int) -> bool:
+        """Creates the chunk index when missing (True); an existing one must fit (see
+        `index_admin.ensure_index`)."""
+        return ensure_index(self._client, self._config, dimension)
+
+    def write_chunks(self, records: Iterable[ChunkRecord], refresh: bool = False) -> BulkReport:
+        return write_chunks(self._client, self._config, records, refresh)
+
+    def write_documents(self, index: str,
+                        documents: Iterable[tuple[str, Mapping[str, Any]]]) -> BulkReport:
+        return write_documents(self._client, self._config, index, documents)
+
+    def refresh(self, index: str | None = None) -> None:
+        self._client.indices.refresh(index=index or self._config.index)
+
+    def close(self) -> None:
+        self._client.close()
