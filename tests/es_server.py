@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -45,14 +47,24 @@ def running_server(data_dir: Path) -> Iterator[str]:
         process = subprocess.Popen(
             [executable, "start", "--only", "elasticsearch", "--elasticsearch-port", str(port),
              "--data-dir", str(data_dir / "data")],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(url, process, log)
         yield url
     finally:
-        process.terminate()
+        stop_process_group(process)
+
+
+def stop_process_group(process: subprocess.Popen[bytes]) -> None:
+    """Stops a process started with `start_new_session=True` and everything it spawned (the
+    `noida-db` script runs the server as a child process)."""
+    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
         try:
-            process.wait(timeout=20)
+            process.wait(timeout=wait)
+            return
         except subprocess.TimeoutExpired:
-            process.kill()
+            continue

@@ -12,8 +12,7 @@ from pipeline.progress import LogProgress
 
 def test_progress_passes_elements_through_and_logs_a_running_count(
         caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="rag_evidence.progress"):
-        with TestPipeline() as p:
-            out = p | beam.Create([1, 2, 3]) | LogProgress(every_seconds=0.0)
-            assert_that(out, equal_to([1, 2, 3]))
+    with caplog.at_level(logging.INFO, logger="rag_evidence.progress"), TestPipeline() as p:
+        out = p | beam.Create([1, 2, 3]) | LogProgress(every_seconds=0.0)
+        assert_that(out, equal_to([1, 2, 3]))
     assert "progress: 3 queries answered by this worker" in caplog.text
