@@ -37,7 +37,7 @@ def parse_query_line(line_number: int, text: str) -> Query | DeadLetter:
         return DeadLetter(stage="parse", error="line must be a JSON object",
                           line_number=line_number, input=data)
     try:
-        return Query.model_validate(data)
+        return Query.model_validate(data).from_line(line_number)
     except ValidationError as error:
         return DeadLetter(stage="parse", error=_describe(error), line_number=line_number,
                           query_id=_query_id(data), input=data)

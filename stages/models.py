@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from connectors.search_port import FilterValue, SearchHit
 
@@ -22,6 +22,18 @@ class Query(BaseModel):
     vector: tuple[float, ...] | None = None
     vectors: tuple[tuple[float, ...], ...] | None = None
     filters: dict[str, FilterValue | list[FilterValue]] = Field(default_factory=dict)
+    _line_number: int | None = PrivateAttr(default=None)
+
+    @property
+    def line_number(self) -> int | None:
+        """The input line this query came from, when it came from a file."""
+        return self._line_number
+
+    def from_line(self, line_number: int) -> Query:
+        """This query, remembering its input line (not part of the query's JSON)."""
+        copy = self.model_copy()
+        copy._line_number = line_number
+        return copy
 
     @field_validator("vector")
     @classmethod

@@ -21,7 +21,7 @@ _log = logging.getLogger(__name__)
 
 def dead_letter(query: Query, stage: str, error: Exception) -> DeadLetter:
     return DeadLetter(stage=stage, error=str(error), query_id=query.id,
-                      input=query.model_dump(exclude_none=True))
+                      line_number=query.line_number, input=query.model_dump(exclude_none=True))
 
 
 def recall_batch(

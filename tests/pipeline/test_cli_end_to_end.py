@@ -90,6 +90,7 @@ def test_run_writes_one_result_per_query_and_dead_letters_the_rest(
     assert (
         by_stage["recall"]["query_id"] == "short" and "2 dimensions" in by_stage["recall"]["error"]
     )
+    assert by_stage["recall"]["line_number"] == 4
     assert "inputs = outputs + dead letters: 4 = 2 + 2 (ok)" in capsys.readouterr().out
 
 

@@ -7,8 +7,9 @@ from stages.models import DeadLetter, Query
 
 
 def test_valid_line_parses_to_a_query() -> None:
-    query = parse_query_line(1, '{"id": "q1", "text": "hi", "filters": {"lang": "en"}}')
-    assert query == Query(id="q1", text="hi", filters={"lang": "en"})
+    query = parse_query_line(4, '{"id": "q1", "text": "hi", "filters": {"lang": "en"}}')
+    assert query == Query(id="q1", text="hi", filters={"lang": "en"}).from_line(4)
+    assert isinstance(query, Query) and query.line_number == 4
 
 
 @pytest.mark.parametrize("line, words", [
