@@ -12,6 +12,7 @@ from connectors.chunk_record import ChunkRecord
 from connectors.embedder_port import EmbedderPort
 from connectors.errors import InvalidInputError
 from pipeline.chunking import chunk_text
+from pipeline.validation_messages import failures
 
 DOC_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 _WORD = re.compile(r"[A-Za-z0-9]")
@@ -34,10 +35,8 @@ def parse_chunk_line(path: str, number: int, line: str) -> ChunkRecord:
     try:
         return ChunkRecord.model_validate_json(line)
     except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "record"
-        raise InvalidInputError(f"{path}:{number} {field}", first.get("input"),
-                                first["msg"]) from None
+        field, value, message = failures(error)[0]
+        raise InvalidInputError(f"{path}:{number} {field}", value, message) from None
 
 
 def document_paths(root: str | Path) -> list[Path]:

@@ -10,6 +10,7 @@ from apache_beam import pvalue
 from apache_beam.io.filesystems import FileSystems
 from pydantic import ValidationError
 
+from pipeline.validation_messages import describe_validation_error
 from stages import counters
 from stages.models import DeadLetter, Query
 
@@ -39,18 +40,8 @@ def parse_query_line(line_number: int, text: str) -> Query | DeadLetter:
     try:
         return Query.model_validate(data).from_line(line_number)
     except ValidationError as error:
-        return DeadLetter(stage="parse", error=_describe(error), line_number=line_number,
-                          query_id=_query_id(data), input=data)
-
-
-def _describe(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors():
-        field = ".".join(str(p) for p in item["loc"]) or "query"
-        value = repr(item.get("input"))
-        value = value if len(value) <= 60 else value[:57] + "..."
-        parts.append(f"{field}={value}: {item['msg']}")
-    return "; ".join(parts)
+        return DeadLetter(stage="parse", error=describe_validation_error(error),
+                          line_number=line_number, query_id=_query_id(data), input=data)
 
 
 def _query_id(data: dict[str, object]) -> str | None:

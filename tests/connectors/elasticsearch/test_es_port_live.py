@@ -38,13 +38,19 @@ def _load(client: Elasticsearch, config: ElasticsearchConfig, vectors: np.ndarra
     assert report.indexed == len(vectors) and report.failures == []
 
 
+def _loaded_port(config: ElasticsearchConfig, client: Elasticsearch,
+                 count: int) -> tuple[ElasticsearchPort, np.ndarray]:
+    """Loads `count` chunks into the config's index and opens the port on it."""
+    vectors = unit_vectors(count, dim=DIM)
+    _load(client, config, vectors)
+    return ElasticsearchPort.open(config), vectors
+
+
 @pytest.mark.parametrize("metadata_field", ["metadata", None])
 def test_knn_hits_map_id_score_content_and_metadata_in_both_layouts(
         es_url: str, es_client: Elasticsearch, es_index: str, metadata_field: str | None) -> None:
-    config = _config(es_url, es_index, metadata_field=metadata_field)
-    vectors = unit_vectors(24, dim=DIM)
-    _load(es_client, config, vectors)
-    port = ElasticsearchPort.open(config)
+    port, vectors = _loaded_port(_config(es_url, es_index, metadata_field=metadata_field),
+                                 es_client, 24)
     assert isinstance(port, KnowledgeSearchPort) and port.dimension == DIM
     (hits,) = port.search([SearchRequest(vector=tuple(vectors[5].tolist()), k=3)])
     port.close()
@@ -57,10 +63,7 @@ def test_knn_hits_map_id_score_content_and_metadata_in_both_layouts(
 
 def test_declared_filters_become_term_and_terms_filters(
         es_url: str, es_client: Elasticsearch, es_index: str) -> None:
-    config = _config(es_url, es_index)
-    vectors = unit_vectors(24, dim=DIM)
-    _load(es_client, config, vectors)
-    port = ElasticsearchPort.open(config)
+    port, vectors = _loaded_port(_config(es_url, es_index), es_client, 24)
     query = tuple(vectors[0].tolist())
     one, many = port.search([
         SearchRequest(vector=query, k=20, filters={"parity": 1}),
@@ -75,10 +78,7 @@ def test_declared_filters_become_term_and_terms_filters(
 
 def test_an_undeclared_filter_fails_only_its_own_request(
         es_url: str, es_client: Elasticsearch, es_index: str) -> None:
-    config = _config(es_url, es_index)
-    vectors = unit_vectors(8, dim=DIM)
-    _load(es_client, config, vectors)
-    port = ElasticsearchPort.open(config)
+    port, vectors = _loaded_port(_config(es_url, es_index), es_client, 8)
     bad, good = port.search([
         SearchRequest(vector=tuple(vectors[0].tolist()), k=2, filters={"colour": "red"}),
         SearchRequest(vector=tuple(vectors[0].tolist()), k=2)])

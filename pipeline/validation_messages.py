@@ -1,0 +1,21 @@
+"""One wording for pydantic validation failures: `field=value: message`, value shortened."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+
+def failures(error: ValidationError) -> list[tuple[str, object, str]]:
+    """(dotted field, bad value, message) for each failure in `error`."""
+    return [(".".join(str(p) for p in item["loc"]) or "record", item.get("input"), item["msg"])
+            for item in error.errors()]
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """Every failure as `field=value: message`, joined by `; `."""
+    parts = []
+    for field, value, message in failures(error):
+        shown = repr(value)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        parts.append(f"{field}={shown}: {message}")
+    return "; ".join(parts)
