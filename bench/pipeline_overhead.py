@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from connectors.chunk_record import ChunkRecord
-from connectors.embedded_store import EmbeddedStore, write_store
+from connectors.embedded.store import EmbeddedStore
+from connectors.embedded.writer import write_store
 from connectors.search_port import SearchRequest
 from pipeline.config_loader import load_settings
 from pipeline.run_job import run_job

@@ -1,25 +1,65 @@
-"""The EmbedderPort: turns query or chunk text into vectors."""
+"""The EmbedderPort: turns query or chunk text into vectors, and says which embedder it is."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
+
+Purpose = Literal["query", "document"]
+
+
+@dataclass(frozen=True)
+class EmbedderInfo:
+    """What a store records about the embedder that built it, and what a run compares.
+
+    Two embedders are interchangeable when every field is equal: the same model with another
+    prefix puts queries and chunks in different places.
+    """
+
+    kind: str
+    model: str | None
+    dimension: int
+    query_prefix: str = ""
+    document_prefix: str = ""
+    normalize: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EmbedderInfo:
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**known)
+
+    def describe(self) -> str:
+        """A one-line description for messages: kind, model, dimension and prefixes."""
+        parts = [self.kind + (f" {self.model}" if self.model else ""), f"{self.dimension} dims"]
+        if self.query_prefix or self.document_prefix:
+            parts.append(f"prefixes {self.query_prefix!r}/{self.document_prefix!r}")
+        if not self.normalize:
+            parts.append("not normalized")
+        return f"{parts[0]} ({', '.join(parts[1:])})"
 
 
 @runtime_checkable
 class EmbedderPort(Protocol):
-    """Embeds texts into L2-normalised float32 vectors of a fixed `dimension`.
+    """Embeds texts into float32 vectors of a fixed `dimension`.
 
-    `embed` returns an array of shape (len(texts), dimension). It raises
-    `InvalidInputError` for a text it cannot embed (for example one with no tokens).
+    `embed` returns an array of shape (len(texts), dimension), applying the query or document
+    prefix for `purpose`. It raises `InvalidInputError` for a text it cannot embed (for
+    example one with no tokens); a batch with such a text may be retried text by text.
     """
 
     @property
     def dimension(self) -> int: ...
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    @property
+    def info(self) -> EmbedderInfo: ...
+
+    def embed(self, texts: Sequence[str], purpose: Purpose = "query") -> np.ndarray: ...
 
 
 EmbedderFactory = Callable[[], EmbedderPort]

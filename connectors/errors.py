@@ -43,6 +43,17 @@ class DimensionMismatchError(RagEvidenceError):
         )
 
 
+class EmbedderMismatchError(RagEvidenceError):
+    """The configured embedder is not the one that built the store: its query vectors would
+    land in another space, and the answers would be wrong without any error."""
+
+    def __init__(self, store: str, stored: str, configured: str) -> None:
+        super().__init__(
+            f"{store} was built with {stored}, but the configured embedder is {configured}; "
+            "text queries need the embedder that built the store: set embedder.* to match it, "
+            "or re-index with `rag-evidence index`")
+
+
 class KnowledgeSearchError(RagEvidenceError):
     """A search request failed; `retryable` tells whether trying again may help."""
 

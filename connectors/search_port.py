@@ -5,25 +5,35 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from connectors.embedder_port import EmbedderInfo
 from connectors.errors import KnowledgeSearchError
 
 FilterValue = str | int | float | bool
 
 
 class SearchRequest(BaseModel):
-    """One kNN request: a query vector, how many hits, and equality filters on metadata."""
+    """One request: a kNN `vector` or a lexical (BM25) `text`, how many hits, and equality
+    filters on metadata. Exactly one of `vector` and `text` is set."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    vector: tuple[float, ...]
+    vector: tuple[float, ...] | None = None
+    text: str | None = None
     k: int = Field(ge=1)
     filters: dict[str, FilterValue | list[FilterValue]] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _one_kind(self) -> SearchRequest:
+        if (self.vector is None) == (self.text is None):
+            raise ValueError("a search request needs exactly one of `vector` and `text`")
+        return self
+
 
 class SearchHit(BaseModel):
-    """One hit as the backend reports it. `score` is on the (1 + cosine) / 2 scale."""
+    """One hit as the backend reports it. A kNN hit's `score` is on the (1 + cosine) / 2
+    scale; a lexical hit's is the backend's BM25 score (positive, unbounded)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -38,7 +48,7 @@ SearchOutcome = list[SearchHit] | KnowledgeSearchError
 
 @runtime_checkable
 class KnowledgeSearchPort(Protocol):
-    """Answers batches of kNN requests.
+    """Answers batches of kNN and lexical (BM25) requests.
 
     Contract:
     - `search` returns exactly one outcome per request, in request order: the hits, best
@@ -47,12 +57,17 @@ class KnowledgeSearchPort(Protocol):
     - `search` raises `KnowledgeSearchError` (usually `SearchUnavailableError`) only when the
       whole batch failed, after whatever retries the adapter does.
     - A filter value that is a list matches any of its items; several filters all must match.
-    - `dimension` is the vector length the store holds.
+    - A lexical request returns only chunks that match at least one of its terms.
+    - `dimension` is the vector length the store holds; `embedder` is what the store records
+      about the embedder that built it (None when it records nothing).
     - `close` releases connections and files; the port is not used after it.
     """
 
     @property
     def dimension(self) -> int: ...
+
+    @property
+    def embedder(self) -> EmbedderInfo | None: ...
 
     def search(self, requests: Sequence[SearchRequest]) -> list[SearchOutcome]: ...
 

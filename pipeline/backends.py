@@ -1,16 +1,20 @@
-"""Picklable factories that open the configured port and embedder inside a worker."""
+"""Picklable factories that open the configured port, embedder and chunk target in a worker."""
 
 from __future__ import annotations
 
 from functools import partial
 
+from connectors.chunk_writer_port import ChunkTarget
 from connectors.elasticsearch.port import ElasticsearchPort
-from connectors.embedded_store import EmbeddedStore
-from connectors.embedder_port import EmbedderFactory
+from connectors.elasticsearch.target import ElasticsearchTarget
+from connectors.embedded.store import EmbeddedStore
+from connectors.embedded.writer import EmbeddedStoreTarget
+from connectors.embedder_port import EmbedderFactory, EmbedderPort
+from connectors.embedders.hashing import HashingEmbedder
+from connectors.embedders.sentence_transformer import SentenceTransformerEmbedder
 from connectors.errors import ConfigError
-from connectors.hashing_embedder import HashingEmbedder
 from connectors.search_port import PortFactory
-from pipeline.settings import Settings
+from pipeline.settings import HASHING_DIM, EmbedderSettings, Settings
 from stages import counters
 
 
@@ -25,6 +29,29 @@ def port_factory_for(settings: Settings) -> PortFactory:
     raise ConfigError("search.backend", backend, "is not a known backend")
 
 
+def chunk_target_for(settings: Settings) -> ChunkTarget:
+    """Where `index` writes: the embedded store directory or the Elasticsearch index."""
+    if settings.search.backend == "elasticsearch":
+        return ElasticsearchTarget(settings.search.elasticsearch.adapter_config())
+    return EmbeddedStoreTarget(settings.search.embedded.path)
+
+
 def embedder_factory_for(settings: Settings) -> EmbedderFactory:
     """The factory of the embedder named by `embedder.kind`."""
-    return partial(HashingEmbedder, settings.embedder.dim)
+    return partial(open_embedder, settings.embedder)
+
+
+def embedder_tag(settings: Settings) -> str:
+    """Identifies the configured embedder, so that a worker shares one model per config."""
+    return settings.embedder.model_dump_json()
+
+
+def open_embedder(settings: EmbedderSettings) -> EmbedderPort:
+    """Builds the configured embedder (loads the model: seconds for a transformer)."""
+    if settings.kind == "sentence-transformers":
+        assert settings.model is not None
+        return SentenceTransformerEmbedder(
+            settings.model, batch_size=settings.batch_size, query_prefix=settings.query_prefix,
+            document_prefix=settings.document_prefix, normalize=settings.normalize,
+            expected_dimension=settings.dim)
+    return HashingEmbedder(settings.dim or HASHING_DIM)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import apache_beam as beam
 
 from connectors.embedder_port import EmbedderFactory
+from connectors.errors import RagEvidenceError
 from connectors.search_port import PortFactory
 from pipeline.backends import embedder_factory_for, port_factory_for
 from pipeline.es_sinks import WriteEvidenceToElasticsearch
@@ -27,11 +28,13 @@ def build_pipeline(
     dead_letter_path: str,
     port_factory: PortFactory | None = None,
     embedder_factory: EmbedderFactory | None = None,
+    embedder_refusal: RagEvidenceError | None = None,
 ) -> None:
     """Adds the whole job to `pipeline`; collaborators default to the configured production ones.
 
     `out_path` is a JSONL file, or `es://INDEX` to write each result as a document of INDEX
-    (on the configured Elasticsearch cluster) with `_id` = query id.
+    (on the configured Elasticsearch cluster) with `_id` = query id. `embedder_refusal`, when
+    set, dead-letters every query whose text would need embedding (see `preflight`).
     """
     parsed = (pipeline
               | "ReadQueries" >> ReadQueryLines(queries_path)
@@ -40,6 +43,7 @@ def build_pipeline(
         settings,
         port_factory=port_factory or port_factory_for(settings),
         embedder_factory=embedder_factory or embedder_factory_for(settings),
+        embedder_refusal=embedder_refusal,
     )
     results = evidence.results | "Progress" >> LogProgress()
     dead_letters = [parsed.dead_letter, evidence.dead_letters]

@@ -1,4 +1,4 @@
-"""The `rag-evidence` command line: index, run, demo."""
+"""The `rag-evidence` command line: index, run, demo, eval, corpus."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ class _BeamImportNoise(logging.Filter):
 logging.getLogger().addFilter(_BeamImportNoise())
 
 from connectors.errors import RagEvidenceError  # noqa: E402
-from pipeline.commands import demo_command, index_command, run_command  # noqa: E402
+from pipeline.commands import index_command, run_command  # noqa: E402
+from pipeline.demo import demo_command  # noqa: E402
+from pipeline.eval.command import corpus_command, eval_command  # noqa: E402
 
 _log = logging.getLogger("rag_evidence")
 
@@ -49,6 +51,19 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = with_config(commands.add_parser("demo", help="index the stdlib docs and ask them"))
     demo.add_argument("--workdir", help="where to keep the demo store (default: a temp dir)")
+
+    evaluate = with_config(commands.add_parser(
+        "eval", help="score the evidence of one or more configs against relevance judgments"))
+    evaluate.add_argument("--queries", required=True, help="query JSONL file")
+    evaluate.add_argument("--qrels", required=True, help="judgments: TREC qrels or JSONL")
+    evaluate.add_argument("--k", type=int, default=10, help="metric cut-off (default 10)")
+    evaluate.add_argument("--compare", nargs="+", metavar="CONFIG",
+                          help="more configs, a row each")
+    evaluate.add_argument("--docs", help="first (re)build each config's store from this folder")
+    evaluate.add_argument("--json", help="also write the table as JSON to this file")
+
+    corpus = commands.add_parser("corpus", help="write the stdlib docs corpus (demo, eval)")
+    corpus.add_argument("out", help="folder to write the Markdown documents into")
     return parser
 
 
@@ -58,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s", force=True)
     for noisy in ("apache_beam", "root", "elastic_transport"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    if args.command == "demo" and beam_args:
+    if args.command in ("demo", "corpus") and beam_args:
         print(f"rag-evidence: unrecognized arguments: {' '.join(beam_args)}", file=sys.stderr)
         return 2
     try:
@@ -66,6 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return index_command(args, beam_args, os.environ)
         if args.command == "run":
             return run_command(args, beam_args, os.environ)
+        if args.command == "eval":
+            return eval_command(args, beam_args, os.environ)
+        if args.command == "corpus":
+            return corpus_command(args)
         return demo_command(args, os.environ)
     except RagEvidenceError as error:
         print(f"rag-evidence: error: {error}", file=sys.stderr)

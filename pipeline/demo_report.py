@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 DEMO_QUESTIONS = (
@@ -13,10 +14,25 @@ DEMO_QUESTIONS = (
     "Compare two sequences and show the differences",
     "Read rows from a CSV file as dictionaries",
 )
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 
-def evidence_table(results_path: Path, snippet_chars: int = 60) -> str:
-    """One block per query: rank, score, evidence key and the start of the content."""
+def headline(content: str, limit: int = 90) -> str:
+    """What a chunk is about: its first heading and the first sentence after it."""
+    heading, sentence = "", ""
+    for paragraph in (p.strip() for p in content.split("\n\n")):
+        if paragraph.startswith("#") and not heading:
+            heading = paragraph.lstrip("#").strip().splitlines()[0]
+        elif paragraph and not paragraph.startswith("#"):
+            sentence = _SENTENCE_END.split(" ".join(paragraph.split()), maxsplit=1)[0]
+            if heading or sentence:
+                break
+    text = f"{heading}: {sentence}" if heading and sentence else heading or sentence
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def evidence_table(results_path: Path) -> str:
+    """One block per query: rank, score, evidence key and what the chunk is about."""
     results = [
         json.loads(line) for line in results_path.read_text(encoding="utf-8").split("\n") if line
     ]
@@ -25,11 +41,10 @@ def evidence_table(results_path: Path, snippet_chars: int = 60) -> str:
     for number, question in enumerate(DEMO_QUESTIONS, start=1):
         result = by_id.get(f"q{number}")
         lines.append(f"\nQ{number}: {question}")
-        lines.append(f"  {'rank':>4}  {'score':>6}  {'evidence key':<34}  content")
+        lines.append(f"  {'rank':>4}  {'score':>6}  {'evidence key':<28}  about")
         for block in (result or {}).get("evidence", []):
-            snippet = " ".join(block["content"].split())[:snippet_chars]
             lines.append(
                 f"  {block['rank']:>4}  {block['score']:>6.3f}  "
-                f"{block['evidence_key']:<34}  {snippet}"
+                f"{block['evidence_key']:<28}  {headline(block['content'])}"
             )
     return "\n".join(lines)

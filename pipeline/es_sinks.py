@@ -1,4 +1,4 @@
-"""Beam writers into Elasticsearch: chunks for a re-index job, and precomputed evidence."""
+"""The `es://` evidence sink: each query's result as one Elasticsearch document."""
 
 from __future__ import annotations
 
@@ -6,17 +6,12 @@ import logging
 from collections.abc import Iterator, Sequence
 
 import apache_beam as beam
-from apache_beam import pvalue
 
-from connectors.chunk_record import ChunkRecord
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.writer import ElasticsearchWriter
 from stages import counters
 from stages.models import DeadLetter, QueryResult
 
-FAILED = "failed"
-INDEXED = "chunks_indexed"
-INDEX_FAILURES = "chunk_index_failures"
 _log = logging.getLogger(__name__)
 
 
@@ -44,32 +39,6 @@ class _WriterDoFn(beam.DoFn):
 
     def __getstate__(self) -> dict[str, object]:
         return {**self.__dict__, "_writer": None}
-
-
-class _WriteChunksDoFn(_WriterDoFn):
-    def process(self, batch: Sequence[ChunkRecord]) -> Iterator[pvalue.TaggedOutput]:
-        report = self.writer.write_chunks(batch)
-        counters.count(INDEXED, report.indexed)
-        counters.count(INDEX_FAILURES, len(report.failures))
-        for doc_id, reason in report.failures:
-            _log.warning("chunk %s was not indexed: %s", doc_id, reason)
-            yield pvalue.TaggedOutput(FAILED, (doc_id, reason))
-
-
-class WriteChunksToElasticsearch(beam.PTransform[beam.PCollection[ChunkRecord],
-                                                 beam.PCollection[tuple[str, str]]]):
-    """Bulk-indexes chunk records (`_id` = record id); outputs (id, reason) of each failure."""
-
-    def __init__(self, config: ElasticsearchConfig) -> None:
-        super().__init__()
-        self._config = config
-
-    def expand(self, records: beam.PCollection[ChunkRecord]) -> beam.PCollection[tuple[str, str]]:
-        size = self._config.bulk_chunk_size
-        return (records
-                | "Batch" >> beam.BatchElements(min_batch_size=size, max_batch_size=size)
-                | "Bulk" >> beam.ParDo(_WriteChunksDoFn(self._config)).with_outputs(
-                    FAILED, main="done"))[FAILED]
 
 
 class _WriteEvidenceDoFn(_WriterDoFn):

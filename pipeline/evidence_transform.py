@@ -7,14 +7,19 @@ from typing import NamedTuple
 import apache_beam as beam
 
 from connectors.embedder_port import EmbedderFactory
+from connectors.errors import RagEvidenceError
 from connectors.search_port import PortFactory
+from pipeline.backends import embedder_tag
 from pipeline.settings import Settings
 from stages.dedup import KeyedDedup
+from stages.embed import EmbedQueries
+from stages.fusion import RrfFusion
 from stages.identity import IdentityNormalize
 from stages.models import DeadLetter, Query, QueryResult
 from stages.per_doc_cap import PerDocCap
 from stages.projection import Project
 from stages.recall import Recall
+from stages.shared_embedder import SharedEmbedder
 from stages.top_n import TopN
 
 
@@ -24,7 +29,8 @@ class EvidenceOutputs(NamedTuple):
 
 
 class EvidenceTransform(beam.PTransform[beam.PCollection[Query], EvidenceOutputs]):
-    """Recall -> IdentityNormalize -> KeyedDedup -> PerDocCap -> TopN -> Project.
+    """Embed -> Recall -> IdentityNormalize [-> RrfFusion] -> KeyedDedup -> PerDocCap -> TopN
+    -> Project. RrfFusion runs in hybrid recall only.
 
     Element-wise per query (no shuffle), so it runs on bounded and unbounded input alike.
 
@@ -34,23 +40,32 @@ class EvidenceTransform(beam.PTransform[beam.PCollection[Query], EvidenceOutputs
     """
 
     def __init__(self, settings: Settings, *, port_factory: PortFactory,
-                 embedder_factory: EmbedderFactory) -> None:
+                 embedder_factory: EmbedderFactory,
+                 embedder_refusal: RagEvidenceError | None = None) -> None:
         super().__init__()
         self._settings = settings
         self._port_factory = port_factory
-        self._embedder_factory = embedder_factory
+        self._embedder = SharedEmbedder(embedder_factory, embedder_tag(settings))
+        self._refusal = embedder_refusal
 
     def expand(self, queries: beam.PCollection[Query]) -> EvidenceOutputs:
-        rag = self._settings.rag
-        recalled = queries | "Recall" >> Recall(
-            self._port_factory, self._embedder_factory,
-            retrieve_k=rag.retrieve_k, batch_size=self._settings.search.batch_size)
+        rag, mode = self._settings.rag, self._settings.rag.recall.mode
+        embedded = queries | "Embed" >> EmbedQueries(
+            self._embedder, batch_size=self._settings.embedder.batch_size,
+            enabled=mode != "lexical", refusal=self._refusal)
+        recalled = embedded.queries | "Recall" >> Recall(
+            self._port_factory, retrieve_k=rag.retrieve_k,
+            batch_size=self._settings.search.batch_size, mode=mode)
+        candidates = recalled.hits | "IdentityNormalize" >> IdentityNormalize()
+        if mode == "hybrid":
+            candidates = candidates | "RrfFusion" >> RrfFusion(rag.recall.rrf())
         results = (
-            recalled.hits
-            | "IdentityNormalize" >> IdentityNormalize()
-            | "KeyedDedup" >> KeyedDedup()
+            candidates
+            | "KeyedDedup" >> KeyedDedup(rag.dedup_key)
             | "PerDocCap" >> PerDocCap(rag.max_chunks_per_document)
             | "TopN" >> TopN(rag.return_n)
             | "Project" >> Project(self._settings.projection.budget())
         )
-        return EvidenceOutputs(results, recalled.dead_letter)
+        dead_letters = ((embedded.dead_letter, recalled.dead_letter)
+                        | "EvidenceDeadLetters" >> beam.Flatten())
+        return EvidenceOutputs(results, dead_letters)

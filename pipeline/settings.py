@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from connectors.elasticsearch.config import ElasticsearchConfig, RetryPolicy
+from stages.dedup import DedupKey
+from stages.fusion import RrfSettings
 from stages.projection import ProjectionBudget
+from stages.sub_queries import RecallMode
 
 _log = logging.getLogger(__name__)
 
@@ -24,11 +27,25 @@ class Section(BaseModel):
                               populate_by_name=False)
 
 
+class RecallSettings(Section):
+    """`rag.recall.*`: which retrievers run, and how hybrid recall fuses them."""
+
+    mode: RecallMode = "dense"
+    rrf_k: int = Field(60, ge=1)
+    weights: dict[Literal["knn", "bm25"], Annotated[float, Field(ge=0)]] = Field(
+        default_factory=dict)
+
+    def rrf(self) -> RrfSettings:
+        return RrfSettings(self.rrf_k, {str(k): v for k, v in self.weights.items()})
+
+
 class RagSettings(Section):
     retrieve_k: int = Field(20, ge=1, le=10_000)
     return_n: int = Field(5, ge=1, le=10_000)
     top_k: int | None = Field(None, ge=1, le=10_000)
     max_chunks_per_document: int = Field(2, ge=1)
+    dedup_key: DedupKey = "evidence-key"
+    recall: RecallSettings = RecallSettings()
 
     @model_validator(mode="before")
     @classmethod
@@ -96,9 +113,26 @@ class ProjectionSettings(Section):
         return ProjectionBudget(self.max_items, self.max_chars, self.max_chars_per_item)
 
 
+HASHING_DIM = 384
+
+
 class EmbedderSettings(Section):
-    kind: Literal["hashing"] = "hashing"
-    dim: int = Field(384, ge=2, le=65_536)
+    """`embedder.*`: the hashing fallback, or a local sentence-transformers model."""
+
+    kind: Literal["hashing", "sentence-transformers"] = "hashing"
+    model: str | None = None
+    dim: int | None = Field(None, ge=2, le=65_536)
+    batch_size: int = Field(64, ge=1, le=4096)
+    query_prefix: str = ""
+    document_prefix: str = ""
+    normalize: bool = True
+
+    @model_validator(mode="after")
+    def _model_named_when_needed(self) -> EmbedderSettings:
+        if self.kind == "sentence-transformers" and not self.model:
+            raise ValueError("embedder.model is required when embedder.kind is "
+                             "sentence-transformers (a model directory, or a cached model's name)")
+        return self
 
 
 class ChunkingSettings(Section):

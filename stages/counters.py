@@ -13,6 +13,10 @@ CAPPED = "capped"
 RESULTS = "results"
 DEAD_LETTERS = "dead_letters"
 SEARCH_REQUESTS = "search_requests"
+TEXTS_EMBEDDED = "texts_embedded"
+EMBEDDING_MS = "embedding_ms"
+CHUNKS_INDEXED = "chunks_indexed"
+CHUNK_INDEX_FAILURES = "chunk_index_failures"
 
 
 def count(name: str, amount: int = 1) -> None:

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import apache_beam as beam
 
 from stages import counters
-from stages.models import Candidate, QueryCandidates, QueryHits, RecalledHit
+from stages.models import Candidate, QueryCandidates, QueryHits, RecalledHit, RetrieverHit
 
 Report = Callable[[str], None]
 """Called with a counter name each time something worth counting happens."""
@@ -28,11 +28,16 @@ def _ignore(_: str) -> None:
     return None
 
 
+def chunk_key(doc_id: str, chunk_index: int) -> str:
+    """The chunk-scoped evidence key `{doc_id}#chunk-{chunk_index}`."""
+    return f"{doc_id}#chunk-{chunk_index}"
+
+
 def evidence_key(doc_id: str | None, chunk_index: int | None, hit_id: str | None,
                  source: str, content: str) -> str:
     """`{doc_id}#chunk-{chunk_index}`, else `vector:{id}`, else a content hash key."""
     if doc_id is not None and chunk_index is not None:
-        return f"{doc_id}#chunk-{chunk_index}"
+        return chunk_key(doc_id, chunk_index)
     if hit_id:
         return f"vector:{hit_id}"
     digest = hashlib.sha256((source + content).encode("utf-8")).hexdigest()
@@ -58,6 +63,7 @@ def to_candidate(recalled: RecalledHit, report: Report = _ignore) -> Candidate:
         hit_reasons=(recalled.reason,),
         recall_order=recalled.recall_order,
         metadata=metadata,
+        retrievers=(RetrieverHit(reason=recalled.reason, rank=recalled.rank, score=hit.score),),
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
@@ -69,14 +69,36 @@ def _check_vector(vector: tuple[float, ...]) -> None:
         raise ValueError("every component must be a finite number (no NaN or inf)")
 
 
+class EmbeddedQuery(BaseModel):
+    """A query after the Embed step: its text's vector when it was embedded."""
+
+    model_config = _FROZEN
+
+    query: Query
+    text_vector: tuple[float, ...] | None = None
+
+
 class RecalledHit(BaseModel):
-    """A port hit, the sub-query that found it, and its position in recall order."""
+    """A port hit, the sub-query that found it, its rank in that sub-query's list (from 1)
+    and its position in recall order."""
 
     model_config = _FROZEN
 
     hit: SearchHit
     reason: str
     recall_order: int
+    rank: int = Field(1, ge=1)
+
+
+class RetrieverHit(BaseModel):
+    """Where one retriever (a sub-query, named by its reason) ranked a chunk, and its raw
+    score there."""
+
+    model_config = _FROZEN
+
+    reason: str
+    rank: int
+    score: float
 
 
 class QueryHits(BaseModel):
@@ -102,6 +124,7 @@ class Candidate(BaseModel):
     hit_reasons: tuple[str, ...]
     recall_order: int
     metadata: dict[str, Any] = Field(default_factory=dict)
+    retrievers: tuple[RetrieverHit, ...] = ()
 
 
 class QueryCandidates(BaseModel):
@@ -126,6 +149,7 @@ class EvidenceBlock(BaseModel):
     score: float
     rank: int = Field(ge=1)
     hit_reasons: tuple[str, ...]
+    retrievers: tuple[RetrieverHit, ...] = ()
 
 
 class ProjectedItem(BaseModel):
@@ -149,12 +173,15 @@ class QueryResult(BaseModel):
     projected: tuple[ProjectedItem, ...]
 
 
+DeadLetterStage = Literal["parse", "embed", "recall", "write"]
+
+
 class DeadLetter(BaseModel):
     """An input that could not be turned into a result, with why and where."""
 
     model_config = _FROZEN
 
-    stage: str
+    stage: DeadLetterStage
     error: str
     query_id: str | None = None
     line_number: int | None = None

@@ -8,33 +8,26 @@ from collections.abc import Iterator, Sequence
 import apache_beam as beam
 from apache_beam import pvalue
 
-from connectors.embedder_port import EmbedderFactory, EmbedderPort
 from connectors.errors import KnowledgeSearchError, RagEvidenceError
 from connectors.search_port import KnowledgeSearchPort, PortFactory, SearchRequest
 from stages import counters
-from stages.models import DeadLetter, Query, QueryHits, RecalledHit
-from stages.sub_queries import SubQuery, resolve_sub_queries
+from stages.dead_letters import DEAD_LETTER, dead_letter
+from stages.models import DeadLetter, EmbeddedQuery, QueryHits, RecalledHit
+from stages.sub_queries import RecallMode, SubQuery, resolve_sub_queries
 
-DEAD_LETTER = "dead_letter"
 _log = logging.getLogger(__name__)
 
 
-def dead_letter(query: Query, stage: str, error: Exception) -> DeadLetter:
-    return DeadLetter(stage=stage, error=str(error), query_id=query.id,
-                      line_number=query.line_number, input=query.model_dump(exclude_none=True))
-
-
-def recall_batch(
-    queries: Sequence[Query], port: KnowledgeSearchPort, embedder: EmbedderPort, retrieve_k: int
-) -> list[QueryHits | DeadLetter]:
+def recall_batch(queries: Sequence[EmbeddedQuery], port: KnowledgeSearchPort, retrieve_k: int,
+                 mode: RecallMode = "dense") -> list[QueryHits | DeadLetter]:
     """Recalls one batch: one port call for every sub-query of every query in it."""
-    resolved = resolve_sub_queries(queries, embedder)
+    resolved = [resolve_sub_queries(q, mode) for q in queries]
     requests: list[SearchRequest] = []
     owners: list[tuple[int, SubQuery]] = []
     for i, subs in enumerate(resolved):
         for sub in subs if isinstance(subs, list) else []:
-            requests.append(SearchRequest(vector=sub.vector, k=retrieve_k,
-                                          filters=queries[i].filters))
+            requests.append(SearchRequest(vector=sub.vector, text=sub.text, k=retrieve_k,
+                                          filters=queries[i].query.filters))
             owners.append((i, sub))
     counters.count(counters.SEARCH_REQUESTS, len(requests))
     try:
@@ -53,30 +46,28 @@ def recall_batch(
             hits[i] = outcome
             continue
         start = len(current)
-        current.extend(RecalledHit(hit=h, reason=sub.reason, recall_order=start + n)
+        current.extend(RecalledHit(hit=h, reason=sub.reason, recall_order=start + n, rank=n + 1)
                        for n, h in enumerate(outcome))
     return [_result(q, h) for q, h in zip(queries, hits, strict=True)]
 
 
-def _result(query: Query, hits: list[RecalledHit] | RagEvidenceError) -> QueryHits | DeadLetter:
+def _result(embedded: EmbeddedQuery, hits: list[RecalledHit] | RagEvidenceError
+            ) -> QueryHits | DeadLetter:
     if isinstance(hits, RagEvidenceError):
-        return dead_letter(query, "recall", hits)
-    return QueryHits(query_id=query.id, hits=tuple(hits))
+        return dead_letter(embedded.query, "recall", hits)
+    return QueryHits(query_id=embedded.query.id, hits=tuple(hits))
 
 
 class _RecallDoFn(beam.DoFn):
-    """Owns the port and the embedder: opened in `setup`, closed in `teardown`."""
+    """Owns the port: opened in `setup`, closed in `teardown`."""
 
-    def __init__(self, port_factory: PortFactory, embedder_factory: EmbedderFactory,
-                 retrieve_k: int) -> None:
+    def __init__(self, port_factory: PortFactory, retrieve_k: int, mode: RecallMode) -> None:
         self._port_factory = port_factory
-        self._embedder_factory = embedder_factory
         self._retrieve_k = retrieve_k
+        self._mode = mode
         self._port: KnowledgeSearchPort | None = None
-        self._embedder: EmbedderPort | None = None
 
     def setup(self) -> None:
-        self._embedder = self._embedder_factory()
         self._open_port()
 
     def _open_port(self) -> KnowledgeSearchError | None:
@@ -90,15 +81,14 @@ class _RecallDoFn(beam.DoFn):
                 return error
         return None
 
-    def process(self, batch: list[Query]) -> Iterator[QueryHits | pvalue.TaggedOutput]:
-        assert self._embedder is not None
+    def process(self, batch: list[EmbeddedQuery]) -> Iterator[QueryHits | pvalue.TaggedOutput]:
         outage = self._open_port()
         results: list[QueryHits | DeadLetter]
         if self._port is None:
-            results = [dead_letter(q, "recall", outage or KnowledgeSearchError("no port"))
+            results = [dead_letter(q.query, "recall", outage or KnowledgeSearchError("no port"))
                        for q in batch]
         else:
-            results = recall_batch(batch, self._port, self._embedder, self._retrieve_k)
+            results = recall_batch(batch, self._port, self._retrieve_k, self._mode)
         for result in results:
             if isinstance(result, DeadLetter):
                 counters.count(counters.DEAD_LETTERS)
@@ -113,25 +103,23 @@ class _RecallDoFn(beam.DoFn):
             self._port = None
 
     def __getstate__(self) -> dict[str, object]:
-        state = dict(self.__dict__)
-        state["_port"] = state["_embedder"] = None
-        return state
+        return {**self.__dict__, "_port": None}
 
 
-class Recall(beam.PTransform[beam.PCollection[Query], beam.pvalue.DoOutputsTuple]):
-    """Queries -> QueryHits (main output) and DeadLetter (tag `dead_letter`).
+class Recall(beam.PTransform[beam.PCollection[EmbeddedQuery], beam.pvalue.DoOutputsTuple]):
+    """EmbeddedQuery -> QueryHits (main output `hits`) and DeadLetter (tag `dead_letter`).
 
-    >>> outputs = queries | Recall(port_factory, embedder_factory, retrieve_k=20)  # doctest: +SKIP
+    >>> outputs = embedded | Recall(port_factory, retrieve_k=20, mode="hybrid")  # doctest: +SKIP
     >>> hits, dead_letters = outputs.hits, outputs.dead_letter  # doctest: +SKIP
     """
 
-    def __init__(self, port_factory: PortFactory, embedder_factory: EmbedderFactory, *,
-                 retrieve_k: int, batch_size: int = 64) -> None:
+    def __init__(self, port_factory: PortFactory, *, retrieve_k: int, batch_size: int = 64,
+                 mode: RecallMode = "dense") -> None:
         super().__init__()
-        self._fn = _RecallDoFn(port_factory, embedder_factory, retrieve_k)
+        self._fn = _RecallDoFn(port_factory, retrieve_k, mode)
         self._batch_size = batch_size
 
-    def expand(self, queries: beam.PCollection[Query]) -> beam.pvalue.DoOutputsTuple:
+    def expand(self, queries: beam.PCollection[EmbeddedQuery]) -> beam.pvalue.DoOutputsTuple:
         return (
             queries
             | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,

@@ -1,67 +1,46 @@
-"""Turns a query into its sub-queries: the vectors to search with and the reason each names."""
+"""Turns a query into its sub-queries: what to search with, and the reason each one names."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-from connectors.embedder_port import EmbedderPort
-from connectors.errors import RagEvidenceError
-from stages.models import Query
+from connectors.errors import InvalidInputError, RagEvidenceError
+from stages.models import EmbeddedQuery
+
+RecallMode = Literal["dense", "lexical", "hybrid"]
+LEXICAL_REASON = "bm25:text"
 
 
 @dataclass(frozen=True)
 class SubQuery:
-    vector: tuple[float, ...]
+    """One ranked list to recall: a kNN `vector` or a lexical `text`."""
+
     reason: str
+    vector: tuple[float, ...] | None = None
+    text: str | None = None
 
 
-def resolve_sub_queries(
-    queries: Sequence[Query], embedder: EmbedderPort
-) -> list[list[SubQuery] | RagEvidenceError]:
-    """Sub-queries for each query, or the error that stops that query alone.
+def resolve_sub_queries(embedded: EmbeddedQuery, mode: RecallMode
+                        ) -> list[SubQuery] | RagEvidenceError:
+    """The sub-queries of one query under `mode`, or the error that stops it.
 
-    A query with `vector` and/or `vectors` searches with those as given (reasons `knn:vector`,
-    `knn:vectors[i]`); otherwise its `text` is embedded (reason `knn:text`).
+    Dense: each given vector (`knn:vector`, `knn:vectors[i]`), else the embedded text
+    (`knn:text`). Lexical: BM25 on the text (`bm25:text`). Hybrid: both.
     """
-    texts = [q.text or "" for q in queries if _needs_embedding(q)]
-    embedded = iter(_embed_each(texts, embedder))
-    resolved: list[list[SubQuery] | RagEvidenceError] = []
-    for query in queries:
-        if not _needs_embedding(query):
-            resolved.append(_given(query))
-            continue
-        vector = next(embedded)
-        resolved.append(vector if isinstance(vector, RagEvidenceError)
-                        else [SubQuery(vector, "knn:text")])
-    return resolved
-
-
-def _needs_embedding(query: Query) -> bool:
-    return query.vector is None and query.vectors is None
-
-
-def _given(query: Query) -> list[SubQuery]:
-    subs = [SubQuery(query.vector, "knn:vector")] if query.vector is not None else []
-    for i, vector in enumerate(query.vectors or ()):
-        subs.append(SubQuery(vector, f"knn:vectors[{i}]"))
+    query = embedded.query
+    subs: list[SubQuery] = []
+    if mode != "lexical":
+        if query.vector is not None:
+            subs.append(SubQuery("knn:vector", vector=query.vector))
+        subs += [SubQuery(f"knn:vectors[{i}]", vector=v) for i, v in enumerate(query.vectors or ())]
+        if not subs and embedded.text_vector is not None:
+            subs.append(SubQuery("knn:text", vector=embedded.text_vector))
+    has_text = query.text is not None and query.text.strip() != ""
+    if mode != "dense" and has_text:
+        subs.append(SubQuery(LEXICAL_REASON, text=query.text))
+    if not subs:
+        needed = "a text" if mode == "lexical" else "a vector or an embedded text"
+        return InvalidInputError("text", query.text,
+                                 f"rag.recall.mode={mode} needs {needed} to search with")
     return subs
-
-
-def _embed_each(
-    texts: list[str], embedder: EmbedderPort
-) -> list[tuple[float, ...] | RagEvidenceError]:
-    if not texts:
-        return []
-    try:
-        matrix = embedder.embed(texts)
-        return [tuple(float(x) for x in row) for row in matrix]
-    except RagEvidenceError:
-        return [_embed_one(text, embedder) for text in texts]
-
-
-def _embed_one(text: str, embedder: EmbedderPort) -> tuple[float, ...] | RagEvidenceError:
-    try:
-        return tuple(float(x) for x in embedder.embed([text])[0])
-    except RagEvidenceError as error:
-        return error

@@ -33,6 +33,7 @@ def to_evidence_blocks(candidates: Sequence[Candidate]) -> list[EvidenceBlock]:
             score=c.score,
             rank=rank,
             hit_reasons=c.hit_reasons,
+            retrievers=c.retrievers,
         )
         for rank, c in enumerate(ranked(candidates), start=1)
     ]

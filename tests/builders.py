@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from connectors.chunk_record import ChunkRecord
-from connectors.embedded_store import EmbeddedStore, write_store
+from connectors.embedded.store import EmbeddedStore
+from connectors.embedded.writer import write_store
 from connectors.search_port import PortFactory, SearchHit
 from stages.models import Candidate, RecalledHit
 

@@ -9,13 +9,13 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from connectors.hashing_embedder import HashingEmbedder
+from connectors.embedders.hashing import HashingEmbedder
 from connectors.search_port import KnowledgeSearchPort
 from pipeline.config_loader import load_settings
 from pipeline.evidence_transform import EvidenceTransform
 from stages.dedup import dedup_by_evidence_key
 from stages.identity import to_candidate
-from stages.models import EvidenceBlock, Query
+from stages.models import EmbeddedQuery, EvidenceBlock, Query
 from stages.per_doc_cap import cap_chunks_per_document
 from stages.projection import ProjectionBudget, project
 from stages.recall import recall_batch
@@ -64,7 +64,7 @@ def test_retrieve_k_widens_recall_without_unbounded_return(tmp_path: Path) -> No
     vectors = unit_vectors(40)
     open_store = embedded_store(tmp_path, chunk_records(vectors))
     query = Query(id="q1", vector=tuple(vectors[0].tolist()))
-    (recalled_hits,) = recall_batch([query], open_store(), HashingEmbedder(8), 20)
+    (recalled_hits,) = recall_batch([EmbeddedQuery(query=query)], open_store(), 20)
     assert len(recalled_hits.hits) == 20  # type: ignore[union-attr]
 
     with TestPipeline() as p:
@@ -95,7 +95,7 @@ def test_default_dense_adapter_hits_are_normalized_into_candidates_with_identity
     port = embedded_store(tmp_path, chunk_records(vectors, chunks_per_doc=3))()
     assert isinstance(port, KnowledgeSearchPort)
     query = Query(id="q", vector=tuple(vectors[4].tolist()))
-    (result,) = recall_batch([query], port, HashingEmbedder(8), 3)
+    (result,) = recall_batch([EmbeddedQuery(query=query)], port, 3)
     candidates = [to_candidate(h) for h in result.hits]  # type: ignore[union-attr]
     assert candidates[0].evidence_key == "doc1#chunk-1"
     assert all(c.doc_id is not None and c.chunk_index is not None for c in candidates)

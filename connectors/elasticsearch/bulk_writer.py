@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from elasticsearch import Elasticsearch
 from elasticsearch.helpers import streaming_bulk
 
 from connectors.chunk_record import ChunkRecord
+from connectors.chunk_writer_port import WriteReport
 from connectors.elasticsearch.config import ElasticsearchConfig
-
-
-@dataclass
-class BulkReport:
-    """How many documents were written, and each failure as (id, reason)."""
-
-    indexed: int = 0
-    failures: list[tuple[str, str]] = field(default_factory=list)
-
-    def add(self, other: BulkReport) -> None:
-        self.indexed += other.indexed
-        self.failures.extend(other.failures)
 
 
 def chunk_document(record: ChunkRecord, config: ElasticsearchConfig) -> dict[str, Any]:
@@ -36,11 +24,11 @@ def chunk_document(record: ChunkRecord, config: ElasticsearchConfig) -> dict[str
 
 def write_documents(client: Elasticsearch, config: ElasticsearchConfig, index: str,
                     documents: Iterable[tuple[str, Mapping[str, Any]]],
-                    refresh: bool = False) -> BulkReport:
+                    refresh: bool = False) -> WriteReport:
     """Indexes (id, source) pairs; a 429 item is retried by streaming_bulk with backoff."""
     actions = ({"_op_type": "index", "_index": index, "_id": doc_id, "_source": source}
                for doc_id, source in documents)
-    report = BulkReport()
+    report = WriteReport()
     for ok, item in streaming_bulk(
             client, actions, chunk_size=config.bulk_chunk_size, raise_on_error=False,
             raise_on_exception=False, max_retries=config.retry.max_attempts - 1,
@@ -56,7 +44,7 @@ def write_documents(client: Elasticsearch, config: ElasticsearchConfig, index: s
 
 
 def write_chunks(client: Elasticsearch, config: ElasticsearchConfig,
-                 records: Iterable[ChunkRecord], refresh: bool = False) -> BulkReport:
+                 records: Iterable[ChunkRecord], refresh: bool = False) -> WriteReport:
     """Indexes chunk records with `_id` = the record id (the evidence key), so re-runs update."""
     documents = ((r.id, chunk_document(r, config)) for r in records)
     return write_documents(client, config, config.index, documents, refresh)

@@ -12,6 +12,7 @@ from elasticsearch import ApiError, Elasticsearch, NotFoundError
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.credentials import read_credentials
 from connectors.elasticsearch.retry import describe
+from connectors.embedder_port import EmbedderInfo
 from connectors.errors import DimensionMismatchError, SearchUnavailableError, StoreNotFoundError
 
 
@@ -41,22 +42,35 @@ def check_reachable(client: Elasticsearch, config: ElasticsearchConfig) -> None:
             f"({describe(error)})", causes=[error]) from None
 
 
-def vector_mapping(client: Elasticsearch, config: ElasticsearchConfig) -> dict[str, Any] | None:
-    """The mapping of the vector field, or None when the index does not exist."""
+META_KEY = "rag_evidence"
+
+
+def index_mappings(client: Elasticsearch, config: ElasticsearchConfig) -> dict[str, Any] | None:
+    """The index's `mappings` object, or None when the index does not exist."""
     try:
         response = client.indices.get_mapping(index=config.index)
     except NotFoundError:
         return None
     for index_mapping in response.body.values():
-        properties = index_mapping.get("mappings", {}).get("properties", {})
-        if config.vector_field in properties:
-            return dict(properties[config.vector_field])
+        return dict(index_mapping.get("mappings") or {})
     return {}
 
 
+def vector_mapping(mappings: dict[str, Any], config: ElasticsearchConfig) -> dict[str, Any]:
+    """The mapping of the vector field ({} when the index has no such field)."""
+    return dict(mappings.get("properties", {}).get(config.vector_field) or {})
+
+
+def recorded_embedder(mappings: dict[str, Any]) -> EmbedderInfo | None:
+    """The embedder recorded in the index's `_meta` by `rag-evidence index`, if any."""
+    recorded = (mappings.get("_meta") or {}).get(META_KEY, {}).get("embedder")
+    return EmbedderInfo.from_dict(recorded) if isinstance(recorded, dict) else None
+
+
 def check_index(client: Elasticsearch, config: ElasticsearchConfig,
-                dimension: int | None = None) -> int:
-    """Checks that the index has a dense_vector field (of `dimension`, when given); returns dims.
+                dimension: int | None = None) -> tuple[int, EmbedderInfo | None]:
+    """Checks that the index has a dense_vector field (of `dimension`, when given); returns its
+    dims and the embedder the index records.
 
     Raises:
         StoreNotFoundError: the index or field is missing, or the field is not a dense_vector.
@@ -64,9 +78,10 @@ def check_index(client: Elasticsearch, config: ElasticsearchConfig,
     """
     check_reachable(client, config)
     where = f"index {config.index!r} on {list(config.hosts)!r}"
-    mapping = vector_mapping(client, config)
-    if mapping is None:
+    mappings = index_mappings(client, config)
+    if mappings is None:
         raise StoreNotFoundError(f"search.elasticsearch.index={config.index!r}: no such {where}")
+    mapping = vector_mapping(mappings, config)
     if mapping.get("type") != "dense_vector":
         raise StoreNotFoundError(
             f"search.elasticsearch.vector-field={config.vector_field!r}: {where} has no "
@@ -74,4 +89,4 @@ def check_index(client: Elasticsearch, config: ElasticsearchConfig,
     dims = int(mapping.get("dims", 0))
     if dimension is not None and dims != dimension:
         raise DimensionMismatchError(f"embedder vectors for {where}", dimension, dims)
-    return dims
+    return dims, recorded_embedder(mappings)

@@ -6,17 +6,25 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from connectors.elasticsearch.client import check_reachable, vector_mapping
+from connectors.elasticsearch.client import (
+    META_KEY,
+    check_reachable,
+    index_mappings,
+    recorded_embedder,
+    vector_mapping,
+)
 from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.embedder_port import EmbedderInfo
 from connectors.errors import ConfigError, DimensionMismatchError
 
 IDENTITY_FIELDS = {"docId": {"type": "keyword"}, "chunkIndex": {"type": "integer"},
                    "source": {"type": "keyword"}}
 
 
-def chunk_mapping(config: ElasticsearchConfig, dimension: int) -> dict[str, Any]:
+def chunk_mapping(config: ElasticsearchConfig, dimension: int,
+                  embedder: EmbedderInfo | None = None) -> dict[str, Any]:
     """dense_vector (cosine), content as text, doc id and filter fields as keyword, chunk index
-    as integer, under the metadata object or at the top level."""
+    as integer, under the metadata object or at the top level; `_meta` records the embedder."""
     vector: dict[str, Any] = {"type": "dense_vector", "dims": dimension, "index": True,
                               "similarity": "cosine"}
     if config.index_options:
@@ -28,21 +36,33 @@ def chunk_mapping(config: ElasticsearchConfig, dimension: int) -> dict[str, Any]
         properties |= metadata
     else:
         properties[config.metadata_field] = {"type": "object", "properties": metadata}
-    return {"properties": properties}
+    mapping: dict[str, Any] = {"properties": properties}
+    if embedder is not None:
+        mapping["_meta"] = {META_KEY: {"embedder": embedder.to_dict()}}
+    return mapping
 
 
-def ensure_index(client: Elasticsearch, config: ElasticsearchConfig, dimension: int) -> bool:
+def ensure_index(client: Elasticsearch, config: ElasticsearchConfig, dimension: int,
+                 embedder: EmbedderInfo | None = None) -> bool:
     """Creates the index when missing (returns True); an existing one must match.
 
     Raises:
         DimensionMismatchError: the existing vector field has other dims.
-        ConfigError: the existing field is not a cosine dense_vector.
+        ConfigError: the existing field is not a cosine dense_vector, or the index records
+            another embedder than `embedder`.
     """
     check_reachable(client, config)
-    existing = vector_mapping(client, config)
-    if existing is None:
-        client.indices.create(index=config.index, mappings=chunk_mapping(config, dimension))
+    mappings = index_mappings(client, config)
+    if mappings is None:
+        client.indices.create(index=config.index,
+                              mappings=chunk_mapping(config, dimension, embedder))
         return True
+    existing = vector_mapping(mappings, config)
+    recorded = recorded_embedder(mappings)
+    if embedder is not None and recorded is not None and recorded != embedder:
+        raise ConfigError("embedder", embedder.describe(),
+                          f"index {config.index!r} was built with {recorded.describe()}; "
+                          "chunks of two embedders cannot share an index")
     if existing.get("type") != "dense_vector" or existing.get("similarity", "cosine") != "cosine":
         raise ConfigError(
             "search.elasticsearch.vector-field", config.vector_field,

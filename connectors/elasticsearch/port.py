@@ -18,6 +18,7 @@ from connectors.elasticsearch.retry import (
     is_retryable_exception,
     is_retryable_status,
 )
+from connectors.embedder_port import EmbedderInfo
 from connectors.errors import (
     DimensionMismatchError,
     KnowledgeSearchError,
@@ -35,7 +36,8 @@ def _ignore(_: str, __: int) -> None:
 
 
 class ElasticsearchPort:
-    """kNN search on a `dense_vector` field; retries live here and only here.
+    """kNN search on a `dense_vector` field and BM25 `match` on the content field, every
+    request of a batch one sub-search of one `_msearch`; retries live here and only here.
 
     Retried, with exponential backoff and jitter up to `retry.max_attempts` attempts: 429, 502,
     503, 504 (whole request or one sub-search), timeouts and connection errors. Never retried: a
@@ -47,11 +49,13 @@ class ElasticsearchPort:
     """
 
     def __init__(self, client: Elasticsearch, config: ElasticsearchConfig, dimension: int, *,
-                 on_event: EventHook = _ignore, sleep: Callable[[float], None] = time.sleep,
+                 embedder: EmbedderInfo | None = None, on_event: EventHook = _ignore,
+                 sleep: Callable[[float], None] = time.sleep,
                  rng: random.Random | None = None) -> None:
         self._client = client
         self._config = config
         self._dimension = dimension
+        self._embedder = embedder
         self._on_event = on_event
         self._sleep = sleep
         self._rng = rng or random.Random()
@@ -62,15 +66,19 @@ class ElasticsearchPort:
         """Connects and checks the index and vector field; fails fast naming the host."""
         client = open_client(config, environ)
         try:
-            dimension = check_index(client, config)
+            dimension, embedder = check_index(client, config)
         except Exception:
             client.close()
             raise
-        return cls(client, config, dimension, on_event=on_event)
+        return cls(client, config, dimension, embedder=embedder, on_event=on_event)
 
     @property
     def dimension(self) -> int:
         return self._dimension
+
+    @property
+    def embedder(self) -> EmbedderInfo | None:
+        return self._embedder
 
     def search(self, requests: Sequence[SearchRequest]) -> list[SearchOutcome]:
         outcomes: list[SearchOutcome | None] = [self._invalid(r) for r in requests]
@@ -133,7 +141,7 @@ class ElasticsearchPort:
         self._sleep(seconds)
 
     def _invalid(self, request: SearchRequest) -> KnowledgeSearchError | None:
-        if len(request.vector) != self._dimension:
+        if request.vector is not None and len(request.vector) != self._dimension:
             mismatch = DimensionMismatchError("vector", len(request.vector), self._dimension)
             return SearchRejectedError(str(mismatch), causes=[mismatch])
         undeclared = sorted(set(request.filters) - set(self._config.filter_fields))
@@ -145,6 +153,9 @@ class ElasticsearchPort:
         return None
 
     def _body(self, request: SearchRequest) -> dict[str, Any]:
+        if request.text is not None:
+            return self._match_body(request, request.text)
+        assert request.vector is not None
         config = self._config
         knn: dict[str, Any] = {
             "field": config.vector_field,
@@ -153,10 +164,19 @@ class ElasticsearchPort:
             "num_candidates": config.candidates_for(request.k),
         }
         if request.filters:
-            knn["filter"] = [_term(config.field_path(f), v) for f, v in request.filters.items()]
+            knn["filter"] = self._filters(request)
         if config.similarity is not None:
             knn["similarity"] = config.similarity
         return {"knn": knn, "size": request.k, "_source": self._source_filter()}
+
+    def _match_body(self, request: SearchRequest, text: str) -> dict[str, Any]:
+        """BM25 on the content field; filters as non-scoring filters."""
+        query = {"bool": {"must": [{"match": {self._config.content_field: text}}],
+                          "filter": self._filters(request)}}
+        return {"query": query, "size": request.k, "_source": self._source_filter()}
+
+    def _filters(self, request: SearchRequest) -> list[dict[str, Any]]:
+        return [_term(self._config.field_path(f), v) for f, v in request.filters.items()]
 
     def _source_filter(self) -> Any:
         config = self._config

@@ -9,10 +9,12 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 from connectors.chunk_record import ChunkRecord
-from connectors.elasticsearch.bulk_writer import BulkReport, write_chunks, write_documents
+from connectors.chunk_writer_port import WriteReport
+from connectors.elasticsearch.bulk_writer import write_chunks, write_documents
 from connectors.elasticsearch.client import open_client
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.index_admin import ensure_index
+from connectors.embedder_port import EmbedderInfo
 
 
 class ElasticsearchWriter:
@@ -32,16 +34,16 @@ class ElasticsearchWriter:
              environ: Mapping[str, str] | None = None) -> ElasticsearchWriter:
         return cls(open_client(config, environ), config)
 
-    def ensure_chunk_index(self, dimension: int) -> bool:
+    def ensure_chunk_index(self, dimension: int, embedder: EmbedderInfo | None = None) -> bool:
         """Creates the chunk index when missing (True); an existing one must fit (see
         `index_admin.ensure_index`)."""
-        return ensure_index(self._client, self._config, dimension)
+        return ensure_index(self._client, self._config, dimension, embedder)
 
-    def write_chunks(self, records: Iterable[ChunkRecord], refresh: bool = False) -> BulkReport:
+    def write_chunks(self, records: Iterable[ChunkRecord], refresh: bool = False) -> WriteReport:
         return write_chunks(self._client, self._config, records, refresh)
 
     def write_documents(self, index: str,
-                        documents: Iterable[tuple[str, Mapping[str, Any]]]) -> BulkReport:
+                        documents: Iterable[tuple[str, Mapping[str, Any]]]) -> WriteReport:
         return write_documents(self._client, self._config, index, documents)
 
     def refresh(self, index: str | None = None) -> None:

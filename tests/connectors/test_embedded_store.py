@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from connectors.chunk_record import ChunkRecord
-from connectors.embedded_store import EmbeddedStore, write_store
+from connectors.embedded.store import EmbeddedStore
+from connectors.embedded.writer import write_store
 from connectors.errors import (
     DimensionMismatchError,
     InvalidInputError,

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from connectors.embedder_port import EmbedderPort
+from connectors.embedders.hashing import HashingEmbedder
 from connectors.errors import ConfigError, InvalidInputError
-from connectors.hashing_embedder import HashingEmbedder
 
 
 def test_same_text_same_vector_and_unit_norm() -> None:

@@ -12,7 +12,8 @@ from connectors.elasticsearch.bulk_writer import write_chunks
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.index_admin import ensure_index
 from connectors.elasticsearch.port import ElasticsearchPort
-from connectors.embedded_store import EmbeddedStore, write_store
+from connectors.embedded.store import EmbeddedStore
+from connectors.embedded.writer import write_store
 from connectors.errors import KnowledgeSearchError
 from connectors.search_port import KnowledgeSearchPort, SearchRequest
 from tests.builders import chunk_records, unit_vectors

@@ -82,7 +82,9 @@ def test_run_writes_one_result_per_query_and_dead_letters_the_rest(
         "score",
         "rank",
         "hit_reasons",
+        "retrievers",
     }
+    assert top["retrievers"] == [{"reason": "knn:vector", "rank": 1, "score": top["score"]}]
     assert by_id["by-vector"]["projected"][0]["document_id"] == "doc1#chunk-1"
     assert len(by_id["by-vector"]["evidence"]) == 3
     by_stage = {d["stage"]: d for d in dead}

@@ -11,7 +11,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.test_stream import TestStream
 from apache_beam.testing.util import assert_that, equal_to
 
-from connectors.hashing_embedder import HashingEmbedder
+from connectors.embedders.hashing import HashingEmbedder
 from pipeline.config_loader import load_settings
 from pipeline.evidence_transform import EvidenceTransform
 from stages.models import Query

@@ -9,8 +9,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from connectors.embedder_port import EmbedderInfo, Purpose
 from connectors.errors import ConfigError, InvalidInputError
 
+KIND = "hashing"
 _TOKEN = re.compile(r"[a-z0-9]+")
 _STOPWORDS = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "how", "i",
@@ -23,7 +25,8 @@ class HashingEmbedder:
     """Feature-hashes lower-cased word unigrams and bigrams (no stop words) into buckets.
 
     The same text always gives the same vector, on any machine and Python version
-    (blake2b, not Python's salted `hash`). Vectors are L2-normalised.
+    (blake2b, not Python's salted `hash`). Vectors are L2-normalised. Lexical, not semantic:
+    the fallback when no sentence-embedding model is installed.
 
     >>> HashingEmbedder(64).embed(["open a file"]).shape
     (1, 64)
@@ -38,7 +41,11 @@ class HashingEmbedder:
     def dimension(self) -> int:
         return self._dimension
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    @property
+    def info(self) -> EmbedderInfo:
+        return EmbedderInfo(KIND, None, self._dimension)
+
+    def embed(self, texts: Sequence[str], purpose: Purpose = "query") -> np.ndarray:
         matrix = np.zeros((len(texts), self._dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             features = _features(text)

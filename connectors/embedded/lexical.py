@@ -1,0 +1,45 @@
+"""BM25 over the store's chunk contents, with bm25s; built by `index`, kept in the store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import bm25s
+import numpy as np
+
+STOPWORDS = "en"
+
+
+def tokens(texts: Sequence[str]) -> list[list[str]]:
+    """Lower-cased word tokens without English stop words, as the index was built."""
+    return bm25s.tokenize(list(texts), return_ids=False, stopwords=STOPWORDS,
+                          show_progress=False)
+
+
+def build_lexical_index(contents: Sequence[str], directory: Path) -> bool:
+    """Indexes `contents` (row order) with BM25 (Lucene's variant) and saves it; False when
+    no content has a single word to index."""
+    if not any(tokens(contents)):
+        return False
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(list(contents), stopwords=STOPWORDS, show_progress=False),
+                    show_progress=False)
+    retriever.save(str(directory), show_progress=False)
+    return True
+
+
+class LexicalIndex:
+    """A saved BM25 index, memory-mapped; `None` directory means an empty index."""
+
+    def __init__(self, directory: Path | None, rows: int) -> None:
+        self._rows = rows
+        self._retriever = (None if directory is None else
+                           bm25s.BM25.load(str(directory), mmap=True, show_progress=False))
+
+    def scores(self, text: str) -> np.ndarray:
+        """BM25 score of every row for `text`; zero where no term matches."""
+        (query_tokens,) = tokens([text])
+        if not query_tokens or self._retriever is None:
+            return np.zeros(self._rows, dtype=np.float32)
+        return np.asarray(self._retriever.get_scores(query_tokens), dtype=np.float32)

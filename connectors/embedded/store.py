@@ -1,0 +1,158 @@
+"""The embedded store: exact cosine kNN over a memory-mapped float32 matrix, and BM25.
+
+On disk a store is a directory holding `vectors.npy` (unit rows, float32), `records.jsonl`
+(id, content, metadata per row, same order), `bm25/` (the lexical index) and `manifest.json`
+(dimension, count, the embedder that built it), written last.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from connectors.embedded.layout import LEXICAL_DIR, RECORDS_FILE, VECTORS_FILE, Manifest
+from connectors.embedded.lexical import LexicalIndex
+from connectors.embedded.top_k import top_rows
+from connectors.embedder_port import EmbedderInfo
+from connectors.errors import DimensionMismatchError, KnowledgeSearchError, StoreNotFoundError
+from connectors.metadata_filter import FilterIndex
+from connectors.search_port import SearchHit, SearchOutcome, SearchRequest
+
+_BLOCK_ROWS = 256
+
+
+class EmbeddedStore:
+    """Exact kNN: one BLAS matrix product per batch, top-k by argpartition; BM25 for text.
+
+    kNN scores are (1 + cosine) / 2, the scale Elasticsearch reports for cosine similarity;
+    lexical scores are BM25 (Lucene's variant, as Elasticsearch's).
+
+    >>> store = EmbeddedStore.open("data/store")          # doctest: +SKIP
+    >>> store.search([SearchRequest(vector=(1.0, 0.0), k=3)])  # doctest: +SKIP
+    """
+
+    def __init__(self, vectors: np.ndarray, records: list[dict[str, Any]],
+                 lexical: LexicalIndex | None = None, embedder: EmbedderInfo | None = None
+                 ) -> None:
+        self._vectors = vectors
+        self._records = records
+        self._lexical = lexical or LexicalIndex(None, len(records))
+        self._embedder = embedder
+        self._filters = FilterIndex([r["metadata"] for r in records])
+        self._closed = False
+
+    @classmethod
+    def open(cls, path: str | Path) -> EmbeddedStore:
+        """Opens a store directory, memory-mapping its vectors; checks its parts agree.
+
+        Raises:
+            StoreNotFoundError: no store there, or its files disagree (named).
+        """
+        root = Path(path)
+        manifest = Manifest.read(root)
+        vectors = np.load(root / VECTORS_FILE, mmap_mode="r")
+        with open(root / RECORDS_FILE, encoding="utf-8") as lines:
+            records = [json.loads(line) for line in lines]
+        _check_parts(root, manifest, vectors, len(records))
+        lexical = LexicalIndex(root / LEXICAL_DIR if manifest.lexical else None, len(records))
+        return cls(vectors, records, lexical, manifest.embedder)
+
+    @property
+    def dimension(self) -> int:
+        return int(self._vectors.shape[1])
+
+    @property
+    def embedder(self) -> EmbedderInfo | None:
+        return self._embedder
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def search(self, requests: Sequence[SearchRequest]) -> list[SearchOutcome]:
+        if self._closed:
+            raise KnowledgeSearchError("the embedded store was closed; open it again to search")
+        outcomes: list[SearchOutcome] = [[] for _ in requests]
+        if not self._records:
+            return outcomes
+        dense = [i for i, r in enumerate(requests)
+                 if r.vector is not None and self._check(r, outcomes, i)]
+        for start in range(0, len(dense), _BLOCK_ROWS):
+            self._search_block(requests, dense[start:start + _BLOCK_ROWS], outcomes)
+        for i, request in enumerate(requests):
+            if request.text is not None:
+                outcomes[i] = self._lexical_top_k(request)
+        return outcomes
+
+    def close(self) -> None:
+        self._closed = True
+
+    def _check(self, request: SearchRequest, outcomes: list[SearchOutcome], i: int) -> bool:
+        assert request.vector is not None
+        error: KnowledgeSearchError | None = None
+        if len(request.vector) != self.dimension:
+            mismatch = DimensionMismatchError("vector", len(request.vector), self.dimension)
+            error = KnowledgeSearchError(str(mismatch))
+        elif not np.any(np.asarray(request.vector)):
+            error = KnowledgeSearchError("vector is all zeros: cosine similarity is undefined")
+        if error is not None:
+            outcomes[i] = error
+        return error is None
+
+    def _search_block(self, requests: Sequence[SearchRequest], block: list[int],
+                      outcomes: list[SearchOutcome]) -> None:
+        queries = np.asarray([requests[i].vector for i in block], dtype=np.float32)
+        queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+        similarities = queries @ self._vectors.T
+        plain = [row for row, i in enumerate(block) if not requests[i].filters]
+        if plain:
+            k_max = max(requests[block[row]].k for row in plain)
+            tops = top_rows(similarities[plain], k_max)
+            for row, (top, scores) in zip(plain, tops, strict=True):
+                k = requests[block[row]].k
+                outcomes[block[row]] = self._hits(top[:k], scores[:k], cosine=True)
+        for row, i in enumerate(block):
+            if requests[i].filters:
+                top, scores = self._filtered_top_k(similarities[row], requests[i])
+                outcomes[i] = self._hits(top, scores, cosine=True)
+
+    def _lexical_top_k(self, request: SearchRequest) -> list[SearchHit]:
+        assert request.text is not None
+        scores = self._lexical.scores(request.text)
+        top, best = self._filtered_top_k(scores, request)
+        matching = best > 0
+        return self._hits(top[matching], best[matching])
+
+    def _filtered_top_k(self, scores: np.ndarray, request: SearchRequest
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        rows = self._filters.matching_rows(request.filters)
+        if rows is None:
+            ((top, best),) = top_rows(scores[np.newaxis, :], request.k)
+            return top, best
+        ((top, best),) = top_rows(scores[rows][np.newaxis, :], request.k)
+        return rows[top], best
+
+    def _hits(self, rows: np.ndarray, scores: np.ndarray, cosine: bool = False
+              ) -> list[SearchHit]:
+        """Hits for `rows`; cosine similarities are reported as (1 + cosine) / 2."""
+        return [self._hit(int(row), (1.0 + float(s)) / 2.0 if cosine else float(s))
+                for row, s in zip(rows, scores, strict=True)]
+
+    def _hit(self, row: int, score: float) -> SearchHit:
+        record = self._records[row]
+        return SearchHit(id=record["id"], score=score, content=record["content"],
+                         metadata=record["metadata"])
+
+
+def _check_parts(root: Path, manifest: Manifest, vectors: np.ndarray, records: int) -> None:
+    found = (vectors.shape[0] if vectors.ndim == 2 else -1, records,
+             vectors.shape[1] if vectors.ndim == 2 else -1)
+    if found != (manifest.count, manifest.count, manifest.dimension):
+        raise StoreNotFoundError(
+            f"search.embedded.path={str(root)!r}: the store's files disagree: manifest says "
+            f"{manifest.count} rows of {manifest.dimension} dims, {VECTORS_FILE} holds "
+            f"{found[0]} rows of {found[2]} dims, {RECORDS_FILE} {found[1]} records; "
+            "rebuild it with `rag-evidence index`")

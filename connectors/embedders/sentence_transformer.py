@@ -1,0 +1,77 @@
+"""A sentence-embedding model (sentence-transformers on PyTorch), run on the CPU."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from connectors.embedder_port import EmbedderInfo, Purpose
+from connectors.embedders.model_location import locate_model
+from connectors.errors import ConfigError, InvalidInputError
+
+KIND = "sentence-transformers"
+INSTALL_HINT = ("install the semantic extra: pip install 'rag-evidence[semantic]' "
+                "(it pins the CPU build torch==2.13.0)")
+
+
+class SentenceTransformerEmbedder:
+    """Embeds with a local sentence-transformers model, `batch_size` texts per forward pass.
+
+    Loading takes seconds: build one per worker process and share it (the pipeline's Embed
+    step does, through Beam's `Shared`).
+
+    >>> embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")  # doctest: +SKIP
+    >>> embedder.embed(["how do I parse json?"]).shape  # doctest: +SKIP
+    (1, 384)
+    """
+
+    def __init__(self, model: str, *, batch_size: int = 64, query_prefix: str = "",
+                 document_prefix: str = "", normalize: bool = True,
+                 expected_dimension: int | None = None,
+                 environ: Mapping[str, str] | None = None) -> None:
+        directory = locate_model(model, environ)
+        self._model = _load(directory)
+        dimension = int(self._model.get_embedding_dimension())
+        if expected_dimension is not None and expected_dimension != dimension:
+            raise ConfigError("embedder.dim", expected_dimension,
+                              f"the model {model!r} makes vectors of {dimension} dimensions; "
+                              "remove embedder.dim or set it to that")
+        self._info = EmbedderInfo(KIND, Path(model).name, dimension, query_prefix,
+                                  document_prefix, normalize)
+        self._batch_size = batch_size
+
+    @property
+    def dimension(self) -> int:
+        return self._info.dimension
+
+    @property
+    def info(self) -> EmbedderInfo:
+        return self._info
+
+    def embed(self, texts: Sequence[str], purpose: Purpose = "query") -> np.ndarray:
+        for text in texts:
+            if not text.strip():
+                raise InvalidInputError("text", text, "is blank; there is nothing to embed")
+        prefix = self._info.query_prefix if purpose == "query" else self._info.document_prefix
+        vectors = self._model.encode(
+            [prefix + text for text in texts], batch_size=self._batch_size,
+            normalize_embeddings=self._info.normalize, convert_to_numpy=True,
+            show_progress_bar=False)
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dimension)
+
+
+def _load(directory: Path) -> Any:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as error:
+        raise ConfigError("embedder.kind", KIND, f"{INSTALL_HINT} ({error})") from None
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+    return SentenceTransformer(str(directory), device="cpu", local_files_only=True)

@@ -1,0 +1,32 @@
+"""The `eval` and `corpus` commands, given parsed arguments."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pipeline.config_loader import load_settings
+from pipeline.eval.runner import eval_table, evaluate
+from pipeline.stdlib_corpus import write_corpus
+
+
+def eval_command(args: argparse.Namespace, beam_args: Sequence[str],
+                 environ: Mapping[str, str]) -> int:
+    paths = [args.config, *(args.compare or [])]
+    configs = [(Path(p).stem if p else "defaults", load_settings(p, environ, args.overrides))
+               for p in paths]
+    rows = evaluate(configs, queries=args.queries, qrels=args.qrels, k=args.k, docs=args.docs,
+                    beam_args=beam_args)
+    print(eval_table(rows, args.k))
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.to_dict() for r in rows], indent=1) + "\n",
+                                   encoding="utf-8")
+    return 0
+
+
+def corpus_command(args: argparse.Namespace) -> int:
+    written = write_corpus(Path(args.out))
+    print(f"wrote {written} standard-library module documents into {args.out}")
+    return 0

@@ -1,0 +1,90 @@
+"""`rag-evidence eval`: the same queries through each config, scored against judgments."""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from pipeline.eval.metrics import Scores, score_run
+from pipeline.eval.qrels import read_qrels
+from pipeline.ingest.job import run_index
+from pipeline.run_job import run_job
+from pipeline.settings import Settings
+from stages import counters
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EvalRow:
+    """One config's scores, with how long its run took and how many queries it dead-lettered."""
+
+    label: str
+    scores: Scores
+    seconds: float
+    dead_letters: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"config": self.label, **asdict(self.scores), "seconds": round(self.seconds, 2),
+                "dead_letters": self.dead_letters}
+
+
+def evaluate(configs: Sequence[tuple[str, Settings]], *, queries: str, qrels: str, k: int = 10,
+             docs: str | None = None, beam_args: Sequence[str] = ()) -> list[EvalRow]:
+    """Runs the pipeline once per config on `queries` and scores each run at `k`.
+
+    With `docs`, each config's store is first built from that folder (once per distinct store
+    and embedder), so that every config is measured on the same corpus.
+    """
+    judgments = read_qrels(qrels)
+    built: set[str] = set()
+    rows = []
+    for label, settings in configs:
+        store = _store_identity(settings)
+        if docs is not None and store not in built:
+            _log.info("eval: indexing %s for %s", docs, label)
+            run_index(settings, docs=docs, beam_args=beam_args)
+            built.add(store)
+        with tempfile.TemporaryDirectory(prefix="rag-evidence-eval-") as scratch:
+            out = Path(scratch) / "evidence.jsonl"
+            summary = run_job(settings, queries_path=queries, out_path=str(out),
+                              dead_letter_path=str(Path(scratch) / "dead.jsonl"),
+                              beam_args=beam_args)
+            results = _read_results(out)
+        rows.append(EvalRow(label, score_run(results, judgments, k), summary.seconds,
+                            summary.counts[counters.DEAD_LETTERS]))
+    return rows
+
+
+def eval_table(rows: Sequence[EvalRow], k: int) -> str:
+    """A text table, one row per config."""
+    header = (f"{'config':<24} {f'nDCG@{k}':>8} {f'Recall@{k}':>9} {f'MRR@{k}':>7} "
+              f"{'docs/q':>7} {'top-doc share':>13} {'answered':>9}")
+    lines = [header, "-" * len(header)]
+    for row in rows:
+        s = row.scores
+        lines.append(f"{row.label:<24} {s.ndcg:>8.3f} {s.recall:>9.3f} {s.mrr:>7.3f} "
+                     f"{s.distinct_documents:>7.2f} {s.top_document_share:>13.2f} "
+                     f"{f'{s.answered}/{s.judged}':>9}")
+    return "\n".join(lines)
+
+
+def _store_identity(settings: Settings) -> str:
+    search = settings.search
+    where = (search.embedded.path if search.backend == "embedded"
+             else f"{search.elasticsearch.hosts}/{search.elasticsearch.index}")
+    return f"{where}|{settings.embedder.model_dump_json()}|{settings.chunking.max_chars}"
+
+
+def _read_results(path: Path) -> dict[str, list[dict[str, Any]]]:
+    results: dict[str, list[dict[str, Any]]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            result = json.loads(line)
+            results[result["query_id"]] = result["evidence"]
+    return results

@@ -1,0 +1,82 @@
+"""The one ingestion job, for every backend: read -> (chunk -> embed) -> write, on Beam."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from connectors.chunk_writer_port import ChunkTarget
+from connectors.embedder_port import EmbedderFactory, EmbedderInfo
+from pipeline.backends import chunk_target_for, embedder_factory_for, embedder_tag
+from pipeline.ingest.sources import chunks_of, document_paths, first_dimension
+from pipeline.ingest.transforms import FAILED, EmbedChunks, ParseChunkLines, WriteChunks
+from pipeline.query_lines import read_numbered_lines
+from pipeline.settings import Settings
+from pipeline.summary import counter_totals
+from stages import counters
+from stages.shared_embedder import SharedEmbedder
+
+
+@dataclass(frozen=True)
+class IndexSummary:
+    indexed: int
+    failed: int
+    created: bool
+    embedder: EmbedderInfo | None
+
+
+def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None = None,
+              failures_path: str | None = None, beam_args: Sequence[str] = (),
+              target: ChunkTarget | None = None,
+              embedder_factory: EmbedderFactory | None = None) -> IndexSummary:
+    """Indexes chunk records (`chunks`) or a folder of documents (`docs`) into the configured
+    store, on whatever runner `beam_args` name, then commits; a failed job commits nothing.
+
+    Chunks that fail (a bad line, a text that cannot be embedded, a write the store refused)
+    are counted, logged, written to `failures_path` when given, and the rest is committed.
+    """
+    target = target or chunk_target_for(settings)
+    embedder_factory = embedder_factory or embedder_factory_for(settings)
+    embedder = embedder_factory().info if docs is not None else None
+    dimension = embedder.dimension if embedder is not None else first_dimension(chunks or "")
+    created = target.prepare(dimension, embedder)
+    pipeline = beam.Pipeline(options=PipelineOptions(list(beam_args)))
+    if docs is not None:
+        root = str(Path(docs))
+        max_chars, batch = settings.chunking.max_chars, settings.embedder.batch_size
+        embedded = (pipeline
+                    | "Documents" >> beam.Create([str(p) for p in document_paths(root)])
+                    | "Chunk" >> beam.FlatMap(lambda path: chunks_of(root, path, max_chars))
+                    | "Batch" >> beam.BatchElements(min_batch_size=batch, max_batch_size=batch)
+                    | "Embed" >> beam.ParDo(EmbedChunks(SharedEmbedder(
+                        embedder_factory, embedder_tag(settings)))).with_outputs(
+                            FAILED, main="records"))
+    else:
+        path = str(chunks)
+        embedded = (pipeline
+                    | "ChunkFile" >> beam.Create([path])
+                    | "Lines" >> beam.FlatMap(read_numbered_lines)
+                    | "Parse" >> beam.ParDo(ParseChunkLines(path)).with_outputs(
+                        FAILED, main="records"))
+    written = embedded.records | "Write" >> WriteChunks(
+        target, settings.search.elasticsearch.bulk_chunk_size)
+    if failures_path:
+        ((embedded[FAILED], written) | "AllFailures" >> beam.Flatten()
+         | "FailureJson" >> beam.MapTuple(lambda where, why: json.dumps({"id": where,
+                                                                         "error": why}))
+         | "WriteFailures" >> beam.io.WriteToText(failures_path, shard_name_template=""))
+    try:
+        result = pipeline.run()
+        result.wait_until_finish()
+        totals = counter_totals(result)
+        target.commit()
+    except BaseException:
+        target.abort()
+        raise
+    return IndexSummary(totals.get(counters.CHUNKS_INDEXED, 0),
+                        totals.get(counters.CHUNK_INDEX_FAILURES, 0), created, embedder)

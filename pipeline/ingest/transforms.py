@@ -1,0 +1,109 @@
+"""The ingestion steps: parse chunk lines, embed document chunks, write through a ChunkTarget."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+
+import apache_beam as beam
+from apache_beam import pvalue
+
+from connectors.chunk_record import ChunkRecord
+from connectors.chunk_writer_port import ChunkTarget, ChunkWriter
+from connectors.errors import InvalidInputError, RagEvidenceError
+from pipeline.ingest.sources import DocumentChunk, parse_chunk_line
+from stages import counters
+from stages.identity import chunk_key
+from stages.shared_embedder import SharedEmbedder, embed_texts
+
+FAILED = "failed"
+Failure = tuple[str, str]
+"""(chunk id or file:line, reason)."""
+_log = logging.getLogger(__name__)
+
+
+def _failed(where: str, reason: str) -> pvalue.TaggedOutput:
+    counters.count(counters.CHUNK_INDEX_FAILURES)
+    _log.warning("chunk %s was not indexed: %s", where, reason)
+    return pvalue.TaggedOutput(FAILED, (where, reason))
+
+
+class ParseChunkLines(beam.DoFn):
+    """(line number, text) -> ChunkRecord, or a failure naming `file:line`."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def process(self, line: tuple[int, str]) -> Iterator[ChunkRecord | pvalue.TaggedOutput]:
+        try:
+            yield parse_chunk_line(self._path, *line)
+        except InvalidInputError as error:
+            yield _failed(f"{self._path}:{line[0]}", str(error))
+
+
+class EmbedChunks(beam.DoFn):
+    """A batch of document chunks -> chunk records with evidence-key ids and identity
+    metadata, embedded with the shared model (document prefix) in one call."""
+
+    def __init__(self, embedder: SharedEmbedder) -> None:
+        self._embedder = embedder
+
+    def process(self, batch: Sequence[DocumentChunk]
+                ) -> Iterator[ChunkRecord | pvalue.TaggedOutput]:
+        try:
+            vectors = embed_texts(self._embedder.acquire(), [t for _, _, t in batch], "document")
+        except RagEvidenceError as error:
+            vectors = [error] * len(batch)
+        for (doc_id, index, text), vector in zip(batch, vectors, strict=True):
+            key = chunk_key(doc_id, index)
+            if isinstance(vector, RagEvidenceError):
+                yield _failed(key, str(vector))
+                continue
+            yield ChunkRecord(id=key, vector=vector, content=text,
+                              metadata={"docId": doc_id, "chunkIndex": index, "source": doc_id})
+
+
+class _WriteDoFn(beam.DoFn):
+    """Owns a ChunkWriter from `setup` to `teardown`; never pickles one."""
+
+    def __init__(self, target: ChunkTarget) -> None:
+        self._target = target
+        self._writer: ChunkWriter | None = None
+
+    def setup(self) -> None:
+        self._writer = self._target.open_writer()
+
+    def process(self, batch: Sequence[ChunkRecord]) -> Iterator[pvalue.TaggedOutput]:
+        assert self._writer is not None
+        report = self._writer.write(batch)
+        counters.count(counters.CHUNKS_INDEXED, report.indexed)
+        for chunk_id, reason in report.failures:
+            yield _failed(chunk_id, reason)
+
+    def teardown(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def __getstate__(self) -> dict[str, object]:
+        return {**self.__dict__, "_writer": None}
+
+
+class WriteChunks(beam.PTransform[beam.PCollection[ChunkRecord], beam.PCollection[Failure]]):
+    """Writes chunk records through the target's writers, `batch_size` per call; outputs
+    (id, reason) of each chunk that was not written.
+
+    >>> failures = records | WriteChunks(EmbeddedStoreTarget("data/store"))  # doctest: +SKIP
+    """
+
+    def __init__(self, target: ChunkTarget, batch_size: int = 500) -> None:
+        super().__init__()
+        self._target = target
+        self._batch_size = batch_size
+
+    def expand(self, records: beam.PCollection[ChunkRecord]) -> beam.PCollection[Failure]:
+        return (records
+                | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
+                                                max_batch_size=self._batch_size)
+                | "Write" >> beam.ParDo(_WriteDoFn(self._target)).with_outputs(
+                    FAILED, main="written"))[FAILED]

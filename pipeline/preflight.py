@@ -1,0 +1,70 @@
+"""The checks a run makes once, in the driver, before any worker starts."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+
+from connectors.embedder_port import EmbedderFactory, EmbedderInfo
+from connectors.errors import DimensionMismatchError, EmbedderMismatchError, RagEvidenceError
+from connectors.search_port import PortFactory
+from pipeline.query_lines import parse_query_line, read_numbered_lines
+from stages.embed import needs_embedding
+from stages.models import Query
+
+PEEK_LINES = 1000
+_log = logging.getLogger(__name__)
+
+
+def preflight(port_factory: PortFactory, embedder_factory: EmbedderFactory | None,
+              queries_path: str | None = None) -> RagEvidenceError | None:
+    """Opens the port once (a missing store or unreachable cluster raises here), then checks
+    that the configured embedder can embed queries for this store.
+
+    `embedder_factory` is None when nothing will be embedded (lexical recall). An embedder
+    that cannot serve the store (no model, another model, another dimension) stops the run
+    when the first `PEEK_LINES` queries hold a text to embed; otherwise the run goes on, the
+    problem is logged, and returned so that text queries further on become dead letters.
+
+    Raises:
+        KnowledgeSearchError: the store or cluster cannot be opened.
+        RagEvidenceError: the embedder cannot serve the store, and text queries come soon.
+    """
+    port = port_factory()
+    try:
+        dimension, recorded, store = port.dimension, port.embedder, type(port).__name__
+    finally:
+        port.close()
+    if embedder_factory is None:
+        return None
+    try:
+        problem = embedder_problem(embedder_factory().info, dimension, recorded, store)
+    except RagEvidenceError as error:
+        problem = error
+    if problem is None:
+        return None
+    if queries_path is None or _text_queries_ahead(queries_path):
+        raise problem
+    _log.warning("text queries will become dead letters: %s", problem)
+    return problem
+
+
+def embedder_problem(configured: EmbedderInfo, dimension: int, recorded: EmbedderInfo | None,
+                     store: str = "the store") -> RagEvidenceError | None:
+    """Why `configured` cannot embed queries for a store of `dimension` built by `recorded`."""
+    if recorded is not None and recorded != configured:
+        return EmbedderMismatchError(store, recorded.describe(), configured.describe())
+    if configured.dimension != dimension:
+        return DimensionMismatchError("embedder.dim", configured.dimension, dimension)
+    if recorded is None:
+        _log.warning("%s does not record the embedder that built it: text queries are embedded "
+                     "with %s, which must be that one", store, configured.describe())
+    return None
+
+
+def _text_queries_ahead(path: str) -> bool:
+    for number, text in itertools.islice(read_numbered_lines(path), PEEK_LINES):
+        parsed = parse_query_line(number, text)
+        if isinstance(parsed, Query) and needs_embedding(parsed):
+            return True
+    return False

@@ -1,0 +1,106 @@
+"""Embed: the step between Parse and Recall that turns query texts into vectors, in batches."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import apache_beam as beam
+from apache_beam import pvalue
+
+from connectors.embedder_port import EmbedderPort
+from connectors.errors import RagEvidenceError
+from stages import counters
+from stages.dead_letters import DEAD_LETTER, dead_letter
+from stages.models import DeadLetter, EmbeddedQuery, Query
+from stages.shared_embedder import SharedEmbedder, embed_texts
+
+
+def needs_embedding(query: Query) -> bool:
+    """A query is embedded only when it carries no vector of its own."""
+    return query.vector is None and query.vectors is None
+
+
+def embed_queries(queries: Sequence[Query], embedder: EmbedderPort | RagEvidenceError
+                  ) -> list[EmbeddedQuery | DeadLetter]:
+    """Embeds the texts of the queries that need it in one call; the others pass as they are.
+
+    `embedder` may be the error that stops every text (no model, the wrong embedder for the
+    store): then the queries that need it become dead letters and the rest go on.
+    """
+    texts = [q.text or "" for q in queries if needs_embedding(q)]
+    vectors = iter(embed_texts(embedder, texts, "query")
+                   if not isinstance(embedder, RagEvidenceError) else [embedder] * len(texts))
+    out: list[EmbeddedQuery | DeadLetter] = []
+    for query in queries:
+        if not needs_embedding(query):
+            out.append(EmbeddedQuery(query=query))
+            continue
+        vector = next(vectors)
+        out.append(dead_letter(query, "embed", vector) if isinstance(vector, RagEvidenceError)
+                   else EmbeddedQuery(query=query, text_vector=vector))
+    return out
+
+
+class _EmbedDoFn(beam.DoFn):
+    def __init__(self, embedder: SharedEmbedder, refusal: RagEvidenceError | None) -> None:
+        self._embedder = embedder
+        self._refusal = refusal
+
+    def process(self, batch: list[Query]) -> Iterator[EmbeddedQuery | pvalue.TaggedOutput]:
+        embedder: EmbedderPort | RagEvidenceError | None = self._refusal
+        if embedder is None and any(needs_embedding(q) for q in batch):
+            embedder = self._load()
+        for result in embed_queries(batch, embedder or _UNUSED):
+            if isinstance(result, DeadLetter):
+                counters.count(counters.DEAD_LETTERS)
+                yield pvalue.TaggedOutput(DEAD_LETTER, result)
+            else:
+                yield result
+
+    def _load(self) -> EmbedderPort | RagEvidenceError:
+        try:
+            return self._embedder.acquire()
+        except RagEvidenceError as error:
+            return error
+
+
+_UNUSED = RagEvidenceError("no embedder is needed for this batch")
+
+
+def _pass_through(query: Query) -> EmbeddedQuery:
+    return EmbeddedQuery(query=query)
+
+
+class EmbedQueries(beam.PTransform[beam.PCollection[Query], pvalue.DoOutputsTuple]):
+    """Query -> EmbeddedQuery (main `queries`) and DeadLetter (tag `dead_letter`).
+
+    Texts go to the model `batch_size` at a time; the model is loaded once per worker process,
+    on the first text. With `enabled=False` (lexical recall) nothing is embedded. `refusal`,
+    when set, dead-letters every query that would need the embedder.
+
+    >>> embedded = queries | EmbedQueries(SharedEmbedder(open_model, "minilm"),  # doctest: +SKIP
+    ...                                   batch_size=64)
+    """
+
+    def __init__(self, embedder: SharedEmbedder, *, batch_size: int, enabled: bool = True,
+                 refusal: RagEvidenceError | None = None) -> None:
+        super().__init__()
+        self._fn = _EmbedDoFn(embedder, refusal)
+        self._batch_size = batch_size
+        self._enabled = enabled
+
+    def expand(self, queries: beam.PCollection[Query]) -> pvalue.DoOutputsTuple:
+        if not self._enabled:
+            return (queries
+                    | "NothingToEmbed" >> beam.Map(_pass_through).with_output_types(EmbeddedQuery)
+                    | "NoDeadLetters" >> beam.ParDo(_NoDeadLetters()).with_outputs(
+                        DEAD_LETTER, main="queries"))
+        return (queries
+                | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
+                                                max_batch_size=self._batch_size)
+                | "EmbedTexts" >> beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main="queries"))
+
+
+class _NoDeadLetters(beam.DoFn):
+    def process(self, element: EmbeddedQuery) -> Iterator[EmbeddedQuery]:
+        yield element

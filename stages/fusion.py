@@ -1,0 +1,55 @@
+"""RrfFusion: hybrid recall's ranked lists fused by Reciprocal Rank Fusion, keyed by evidence
+key. Everything specific to a search backend stays behind the port; this only sees ranks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+from stages.candidate_stage import CandidateStage
+from stages.models import Candidate
+from stages.retrievers import absorb
+
+
+@dataclass(frozen=True)
+class RrfSettings:
+    """`k` dampens the weight of top ranks (60 in the RRF paper and in Elasticsearch);
+    `weights` scale each retriever family (`knn`, `bm25`; the part of a reason before `:`),
+    1.0 when not named."""
+
+    k: int = 60
+    weights: Mapping[str, float] = field(default_factory=dict)
+
+    def weight(self, reason: str) -> float:
+        return self.weights.get(reason.partition(":")[0], 1.0)
+
+
+def fuse_reciprocal_rank(candidates: Sequence[Candidate], rrf: RrfSettings) -> list[Candidate]:
+    """One candidate per evidence key, scored sum(weight / (k + rank)) over the retrievers that
+    found it; content, source and metadata from the retriever that ranked it best (ties: recall
+    order), reasons and per-retriever ranks and raw scores merged.
+    """
+    fused: dict[str, Candidate] = {}
+    for candidate in sorted(candidates, key=lambda c: (_best_rank(c), c.recall_order)):
+        kept = fused.get(candidate.evidence_key)
+        fused[candidate.evidence_key] = candidate if kept is None else absorb(kept, candidate)
+    return [c.model_copy(update={"score": _rrf_score(c, rrf)}) for c in fused.values()]
+
+
+def _best_rank(candidate: Candidate) -> int:
+    return min((r.rank for r in candidate.retrievers), default=1)
+
+
+def _rrf_score(candidate: Candidate, rrf: RrfSettings) -> float:
+    return sum(rrf.weight(r.reason) / (rrf.k + r.rank) for r in candidate.retrievers)
+
+
+class RrfFusion(CandidateStage):
+    """Fuses each query's ranked lists by Reciprocal Rank Fusion (hybrid recall).
+
+    >>> fused = candidates | RrfFusion(RrfSettings(k=60, weights={"bm25": 0.5}))  # doctest: +SKIP
+    """
+
+    def __init__(self, rrf: RrfSettings) -> None:
+        super().__init__("FuseByReciprocalRank", partial(fuse_reciprocal_rank, rrf=rrf))

@@ -1,0 +1,56 @@
+"""One embedder per worker process, shared by its DoFn instances, threads and bundles."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from apache_beam.utils import shared
+
+from connectors.embedder_port import EmbedderFactory, EmbedderPort, Purpose
+from connectors.errors import RagEvidenceError
+from stages import counters
+
+Embedded = tuple[float, ...] | RagEvidenceError
+"""A text's vector, or the error that stops that text alone."""
+
+
+class SharedEmbedder:
+    """Loads the embedder on first use in a process (Beam's `Shared`), never when unused.
+
+    Picklable: it holds the factory and a `Shared` handle; DoFns unpickled from the same
+    pipeline share one model per process, as `RunInference` does.
+    """
+
+    def __init__(self, factory: EmbedderFactory, tag: str) -> None:
+        self._factory = factory
+        self._tag = tag
+        self._handle = shared.Shared()
+
+    def acquire(self) -> EmbedderPort:
+        """The process's embedder; raises what the factory raises when it cannot load."""
+        return self._handle.acquire(self._factory, tag=self._tag)
+
+
+def embed_texts(embedder: EmbedderPort, texts: Sequence[str],
+                purpose: Purpose = "query") -> list[Embedded]:
+    """Embeds `texts` in one call, counting texts and milliseconds; when the batch has a text
+    the embedder refuses, each text is embedded alone so that only that one fails."""
+    if not texts:
+        return []
+    started = time.perf_counter()
+    try:
+        matrix = embedder.embed(texts, purpose)
+        vectors: list[Embedded] = [tuple(row.tolist()) for row in matrix]
+    except RagEvidenceError:
+        vectors = [_embed_one(embedder, text, purpose) for text in texts]
+    counters.count(counters.TEXTS_EMBEDDED, len(texts))
+    counters.count(counters.EMBEDDING_MS, round((time.perf_counter() - started) * 1000))
+    return vectors
+
+
+def _embed_one(embedder: EmbedderPort, text: str, purpose: Purpose) -> Embedded:
+    try:
+        return tuple(embedder.embed([text], purpose)[0].tolist())
+    except RagEvidenceError as error:
+        return error
