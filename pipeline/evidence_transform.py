@@ -52,7 +52,8 @@ class EvidenceTransform(beam.PTransform[beam.PCollection[Query], EvidenceOutputs
         rag, mode = self._settings.rag, self._settings.rag.recall.mode
         embedded = queries | "Embed" >> EmbedQueries(
             self._embedder, batch_size=self._settings.embedder.batch_size,
-            enabled=mode != "lexical", refusal=self._refusal)
+            enabled=mode != "lexical",
+            refusal=None if self._refusal is None else str(self._refusal))
         recalled = embedded.queries | "Recall" >> Recall(
             self._port_factory, retrieve_k=rag.retrieve_k,
             batch_size=self._settings.search.batch_size, mode=mode)

@@ -13,6 +13,7 @@ from stages.embed import needs_embedding
 from stages.models import Query
 
 PEEK_LINES = 1000
+_STORE_NAMES = {"EmbeddedStore": "the embedded store", "ElasticsearchPort": "the Elasticsearch index"}
 _log = logging.getLogger(__name__)
 
 
@@ -32,7 +33,8 @@ def preflight(port_factory: PortFactory, embedder_factory: EmbedderFactory | Non
     """
     port = port_factory()
     try:
-        dimension, recorded, store = port.dimension, port.embedder, type(port).__name__
+        dimension, recorded = port.dimension, port.embedder
+        store = _STORE_NAMES.get(type(port).__name__, "the store")
     finally:
         port.close()
     if embedder_factory is None:

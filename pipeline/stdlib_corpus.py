@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from pathlib import Path
+from types import ModuleType
 
 MODULES = (
     "json", "csv", "re", "pathlib", "os.path", "shutil", "subprocess", "itertools", "functools",
@@ -20,13 +21,22 @@ def module_markdown(name: str) -> str:
     module = importlib.import_module(name)
     parts = [f"# {name}", inspect.getdoc(module) or ""]
     for member_name, member in sorted(vars(module).items()):
-        if member_name.startswith("_") or getattr(member, "__module__", None) != module.__name__:
+        if not _is_public(module, member_name, member):
             continue
-        if inspect.isfunction(member) or inspect.isclass(member):
+        if inspect.isroutine(member) or inspect.isclass(member):
             doc = inspect.getdoc(member)
             if doc:
                 parts.append(f"## {name}.{member_name}\n\n{doc.split(chr(10) * 2)[0]}")
     return "\n\n".join(p for p in parts if p)
+
+
+def _is_public(module: ModuleType, name: str, member: object) -> bool:
+    """Listed in `__all__`, or else defined in the module or its C accelerator (`_bisect`)."""
+    listed = getattr(module, "__all__", None)
+    if listed is not None:
+        return name in listed
+    home = getattr(member, "__module__", None)
+    return not name.startswith("_") and home in (module.__name__, f"_{module.__name__}")
 
 
 def write_corpus(folder: Path) -> int:

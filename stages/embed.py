@@ -42,12 +42,13 @@ def embed_queries(queries: Sequence[Query], embedder: EmbedderPort | RagEvidence
 
 
 class _EmbedDoFn(beam.DoFn):
-    def __init__(self, embedder: SharedEmbedder, refusal: RagEvidenceError | None) -> None:
+    def __init__(self, embedder: SharedEmbedder, refusal: str | None) -> None:
         self._embedder = embedder
         self._refusal = refusal
 
     def process(self, batch: list[Query]) -> Iterator[EmbeddedQuery | pvalue.TaggedOutput]:
-        embedder: EmbedderPort | RagEvidenceError | None = self._refusal
+        embedder: EmbedderPort | RagEvidenceError | None = (
+            None if self._refusal is None else RagEvidenceError(self._refusal))
         if embedder is None and any(needs_embedding(q) for q in batch):
             embedder = self._load()
         for result in embed_queries(batch, embedder or _UNUSED):
@@ -76,14 +77,14 @@ class EmbedQueries(beam.PTransform[beam.PCollection[Query], pvalue.DoOutputsTupl
 
     Texts go to the model `batch_size` at a time; the model is loaded once per worker process,
     on the first text. With `enabled=False` (lexical recall) nothing is embedded. `refusal`,
-    when set, dead-letters every query that would need the embedder.
+    when set, is the error that dead-letters every query that would need the embedder.
 
     >>> embedded = queries | EmbedQueries(SharedEmbedder(open_model, "minilm"),  # doctest: +SKIP
     ...                                   batch_size=64)
     """
 
     def __init__(self, embedder: SharedEmbedder, *, batch_size: int, enabled: bool = True,
-                 refusal: RagEvidenceError | None = None) -> None:
+                 refusal: str | None = None) -> None:
         super().__init__()
         self._fn = _EmbedDoFn(embedder, refusal)
         self._batch_size = batch_size

