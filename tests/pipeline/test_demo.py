@@ -1,0 +1,41 @@
+"""The demo says which embedder it used and shows what each chunk is about."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.demo import demo_settings
+from pipeline.demo_report import headline
+
+
+def test_the_headline_is_the_heading_and_the_first_sentence() -> None:
+    content = "## json.loads\n\nDeserialize ``s`` to a Python object. Uses the decoder.\n\nMore."
+    assert headline(content) == "json.loads: Deserialize ``s`` to a Python object."
+
+
+def test_a_chunk_without_a_heading_shows_its_first_sentence_cut_to_the_limit() -> None:
+    assert headline("Return the index where to insert item x. Then more.") == (
+        "Return the index where to insert item x.")
+    assert headline("word " * 40, limit=20) == "word word word wo..."
+
+
+def test_the_demo_uses_the_semantic_model_when_it_is_installed(minilm: str,
+                                                               tmp_path: Path) -> None:
+    settings, line = demo_settings(None, {}, [], tmp_path / "store")
+    assert settings.embedder.kind == "sentence-transformers"
+    assert line == f"embedder: sentence-transformers {minilm} (semantic)"
+
+
+def test_a_configured_embedder_wins_over_the_demos_choice(minilm: str, tmp_path: Path) -> None:
+    settings, line = demo_settings(None, {}, ["embedder.kind=hashing"], tmp_path / "store")
+    assert settings.embedder.kind == "hashing" and "as configured" in line
+
+
+def test_without_the_model_the_demo_falls_back_to_hashing_and_says_why(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("pipeline.demo.semantic_unavailable", lambda: "no model here")
+    settings, line = demo_settings(None, {}, [], tmp_path / "store")
+    assert settings.embedder.kind == "hashing"
+    assert line == "embedder: hashing (lexical fallback: no model here)"

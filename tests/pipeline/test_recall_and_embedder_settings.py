@@ -1,0 +1,47 @@
+"""The settings issue 6 added: recall mode, fusion, dedup key, the embedder."""
+
+from __future__ import annotations
+
+import pytest
+
+from connectors.errors import ConfigError
+from pipeline.config_loader import load_settings
+
+
+def test_recall_defaults_to_dense_with_rrf_k_60() -> None:
+    recall = load_settings().rag.recall
+    assert (recall.mode, recall.rrf_k, recall.weights) == ("dense", 60, {})
+
+
+def test_hybrid_weights_reach_the_fusion_stage() -> None:
+    settings = load_settings(overrides=["rag.recall.mode=hybrid", "rag.recall.rrf-k=10",
+                                        "rag.recall.weights={bm25: 0.5}"])
+    rrf = settings.rag.recall.rrf()
+    assert (rrf.k, rrf.weight("bm25:text"), rrf.weight("knn:text")) == (10, 0.5, 1.0)
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("rag.recall.mode=semantic", "rag.recall.mode"),
+    ("rag.recall.weights={splade: 1}", "rag.recall.weights.splade"),
+    ("rag.recall.weights={bm25: -1}", "rag.recall.weights.bm25"),
+    ("rag.dedup-key=doc", "rag.dedup-key"),
+    ("embedder.kind=openai", "embedder.kind"),
+])
+def test_bad_recall_and_embedder_values_are_named(override: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_settings(overrides=[override])
+
+
+def test_a_sentence_transformers_embedder_needs_a_model() -> None:
+    with pytest.raises(ConfigError, match="embedder.model is required"):
+        load_settings(overrides=["embedder.kind=sentence-transformers"])
+
+
+def test_the_embedder_settings_are_all_keys_of_one_section() -> None:
+    embedder = load_settings(overrides=[
+        "embedder.kind=sentence-transformers", "embedder.model=/models/e5",
+        "embedder.batch-size=16", "embedder.query-prefix='query: '",
+        "embedder.document-prefix='passage: '", "embedder.normalize=false"]).embedder
+    assert (embedder.model, embedder.batch_size, embedder.query_prefix,
+            embedder.document_prefix, embedder.normalize, embedder.dim) == (
+        "/models/e5", 16, "query: ", "passage: ", False, None)
