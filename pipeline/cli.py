@@ -71,8 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, beam_args = _parser().parse_known_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s", force=True)
-    for noisy in ("apache_beam", "root", "elastic_transport"):
+    for noisy in ("apache_beam", "elastic_transport", "bm25s", "sentence_transformers",
+                  "transformers", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    if not args.verbose:  # "Deleting 1 existing files": Beam's file sink replacing our output
+        logging.getLogger("apache_beam.io.filebasedsink").setLevel(logging.ERROR)
     if args.command in ("demo", "corpus") and beam_args:
         print(f"rag-evidence: unrecognized arguments: {' '.join(beam_args)}", file=sys.stderr)
         return 2

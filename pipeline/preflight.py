@@ -13,7 +13,8 @@ from stages.embed import needs_embedding
 from stages.models import Query
 
 PEEK_LINES = 1000
-_STORE_NAMES = {"EmbeddedStore": "the embedded store", "ElasticsearchPort": "the Elasticsearch index"}
+_STORE_NAMES = {"EmbeddedStore": "the embedded store",
+                "ElasticsearchPort": "the Elasticsearch index"}
 _log = logging.getLogger(__name__)
 
 

@@ -88,6 +88,17 @@ def test_an_undeclared_filter_fails_only_its_own_request(
     assert isinstance(good, list) and len(good) == 2
 
 
+def test_an_undeclared_filter_on_a_lexical_request_fails_only_that_request(
+        es_url: str, es_client: Elasticsearch, es_index: str) -> None:
+    port, _ = _loaded_port(_config(es_url, es_index), es_client, 8)
+    bad, good = port.search([SearchRequest(text="content", k=2, filters={"colour": "red"}),
+                             SearchRequest(text="content", k=2, filters={"parity": 1})])
+    port.close()
+    assert isinstance(bad, SearchRejectedError) and "filters.colour='red'" in str(bad)
+    assert isinstance(good, list) and len(good) == 2
+    assert all(h.metadata["parity"] == 1 for h in good)
+
+
 def test_wrong_query_dimension_names_both_sizes(
         es_url: str, es_client: Elasticsearch, es_index: str) -> None:
     config = _config(es_url, es_index)

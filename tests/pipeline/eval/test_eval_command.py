@@ -43,3 +43,14 @@ def test_eval_prints_one_row_per_config_and_the_semantic_model_beats_hashing(
     assert rows["hybrid"]["ndcg"] >= 0.80
     assert rows["baseline"]["distinct_documents"] > rows["dense"]["distinct_documents"]
     assert rows["dense"]["top_document_share"] > rows["baseline"]["top_document_share"]
+
+    # Chunk-level judgments (CPython 3.11's chunks) on the stores built above: deduplicating by
+    # source loses the second chunk of a module, which is what the spec's chunk identity fixes.
+    chunk_report = tmp_path / "chunk.json"
+    assert main(["eval", "--queries", str(EVAL / "stdlib-chunk-questions.jsonl"),
+                 "--qrels", str(EVAL / "stdlib-chunk-qrels.tsv"), "--json", str(chunk_report),
+                 "--config", str(CONFIGS / "dense.yaml"),
+                 "--compare", str(CONFIGS / "baseline.yaml")]) == 0
+    chunk_rows = {row["config"]: row for row in json.loads(chunk_report.read_text())}
+    assert chunk_rows["dense"]["recall"] >= chunk_rows["baseline"]["recall"] + 0.1
+    assert chunk_rows["dense"]["ndcg"] > chunk_rows["baseline"]["ndcg"]
