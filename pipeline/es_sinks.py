@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from functools import partial
 
 import apache_beam as beam
 
@@ -11,44 +12,21 @@ from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.writer import ElasticsearchWriter
 from stages import counters
 from stages.models import DeadLetter, QueryResult
+from stages.owning_dofn import OwningDoFn
 
 _log = logging.getLogger(__name__)
 
 
-class _WriterDoFn(beam.DoFn):
-    """Owns an Elasticsearch writer: opened in `setup`, closed in `teardown`, never pickled."""
+class _WriteEvidenceDoFn(OwningDoFn[ElasticsearchWriter]):
+    """Owns an Elasticsearch writer from `setup` to `teardown`."""
 
-    def __init__(self, config: ElasticsearchConfig) -> None:
-        self._config = config
-        self._writer: ElasticsearchWriter | None = None
-
-    def setup(self) -> None:
-        self._writer = ElasticsearchWriter.open(self._config)
-
-    @property
-    def writer(self) -> ElasticsearchWriter:
-        if self._writer is None:
-            self.setup()
-        assert self._writer is not None
-        return self._writer
-
-    def teardown(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-
-    def __getstate__(self) -> dict[str, object]:
-        return {**self.__dict__, "_writer": None}
-
-
-class _WriteEvidenceDoFn(_WriterDoFn):
     def __init__(self, config: ElasticsearchConfig, index: str) -> None:
-        super().__init__(config)
+        super().__init__(partial(ElasticsearchWriter.open, config))
         self._index = index
 
     def process(self, batch: Sequence[QueryResult]) -> Iterator[DeadLetter]:
         documents = [(r.query_id, r.model_dump(mode="json")) for r in batch]
-        report = self.writer.write_documents(self._index, documents)
+        report = self.owned().write_documents(self._index, documents)
         counters.count(counters.RESULTS, report.indexed)
         failed = dict(report.failures)
         for result in batch:

@@ -51,7 +51,7 @@ class _EmbedDoFn(beam.DoFn):
             None if self._refusal is None else RagEvidenceError(self._refusal))
         if embedder is None and any(needs_embedding(q) for q in batch):
             embedder = self._load()
-        for result in embed_queries(batch, embedder or _UNUSED):
+        for result in embed_queries(batch, embedder or _NOT_NEEDED):
             if isinstance(result, DeadLetter):
                 counters.count(counters.DEAD_LETTERS)
                 yield pvalue.TaggedOutput(DEAD_LETTER, result)
@@ -65,7 +65,8 @@ class _EmbedDoFn(beam.DoFn):
             return error
 
 
-_UNUSED = RagEvidenceError("no embedder is needed for this batch")
+_NOT_NEEDED = RagEvidenceError("no query of this batch needs the embedder")
+"""Stands in for the embedder in a batch of vector queries, so that the model is not loaded."""
 
 
 def _pass_through(query: Query) -> EmbeddedQuery:

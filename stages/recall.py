@@ -13,6 +13,7 @@ from connectors.search_port import KnowledgeSearchPort, PortFactory, SearchReque
 from stages import counters
 from stages.dead_letters import DEAD_LETTER, dead_letter
 from stages.models import DeadLetter, EmbeddedQuery, QueryHits, RecalledHit
+from stages.owning_dofn import OwningDoFn
 from stages.sub_queries import RecallMode, SubQuery, resolve_sub_queries
 
 _log = logging.getLogger(__name__)
@@ -58,37 +59,32 @@ def _result(embedded: EmbeddedQuery, hits: list[RecalledHit] | RagEvidenceError
     return QueryHits(query_id=embedded.query.id, hits=tuple(hits))
 
 
-class _RecallDoFn(beam.DoFn):
-    """Owns the port: opened in `setup`, closed in `teardown`."""
+class _RecallDoFn(OwningDoFn[KnowledgeSearchPort]):
+    """Owns the port from `setup` to `teardown`; a port that cannot be opened dead-letters
+    the batch, and is tried again at the next one, so that the job goes on."""
 
     def __init__(self, port_factory: PortFactory, retrieve_k: int, mode: RecallMode) -> None:
-        self._port_factory = port_factory
+        super().__init__(port_factory)
         self._retrieve_k = retrieve_k
         self._mode = mode
-        self._port: KnowledgeSearchPort | None = None
 
     def setup(self) -> None:
         self._open_port()
 
-    def _open_port(self) -> KnowledgeSearchError | None:
-        """Opens the port if it is not open; an outage is returned, not raised, so that the
-        batch becomes dead letters and the job goes on."""
-        if self._port is None:
-            try:
-                self._port = self._port_factory()
-            except KnowledgeSearchError as error:
-                _log.warning("search port unavailable: %s", error)
-                return error
-        return None
+    def _open_port(self) -> KnowledgeSearchPort | KnowledgeSearchError:
+        try:
+            return self.owned()
+        except KnowledgeSearchError as error:
+            _log.warning("search port unavailable: %s", error)
+            return error
 
     def process(self, batch: list[EmbeddedQuery]) -> Iterator[QueryHits | pvalue.TaggedOutput]:
-        outage = self._open_port()
+        port = self._open_port()
         results: list[QueryHits | DeadLetter]
-        if self._port is None:
-            results = [dead_letter(q.query, "recall", outage or KnowledgeSearchError("no port"))
-                       for q in batch]
+        if isinstance(port, KnowledgeSearchError):
+            results = [dead_letter(q.query, "recall", port) for q in batch]
         else:
-            results = recall_batch(batch, self._port, self._retrieve_k, self._mode)
+            results = recall_batch(batch, port, self._retrieve_k, self._mode)
         for result in results:
             if isinstance(result, DeadLetter):
                 counters.count(counters.DEAD_LETTERS)
@@ -96,14 +92,6 @@ class _RecallDoFn(beam.DoFn):
             else:
                 counters.count(counters.CANDIDATES, len(result.hits))
                 yield result
-
-    def teardown(self) -> None:
-        if self._port is not None:
-            self._port.close()
-            self._port = None
-
-    def __getstate__(self) -> dict[str, object]:
-        return {**self.__dict__, "_port": None}
 
 
 class Recall(beam.PTransform[beam.PCollection[EmbeddedQuery], beam.pvalue.DoOutputsTuple]):

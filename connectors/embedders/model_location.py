@@ -94,5 +94,5 @@ def _from_hub_cache(name: str) -> Path | None:
         return None
     try:
         return Path(snapshot_download(name, local_files_only=True))
-    except Exception:
+    except (OSError, ValueError):  # not in the cache, or not a valid repository name
         return None

@@ -14,6 +14,7 @@ from connectors.errors import InvalidInputError, RagEvidenceError
 from pipeline.ingest.sources import DocumentChunk, parse_chunk_line
 from stages import counters
 from stages.identity import chunk_key
+from stages.owning_dofn import OwningDoFn
 from stages.shared_embedder import SharedEmbedder, embed_texts
 
 FAILED = "failed"
@@ -63,30 +64,17 @@ class EmbedChunks(beam.DoFn):
                               metadata={"docId": doc_id, "chunkIndex": index, "source": doc_id})
 
 
-class _WriteDoFn(beam.DoFn):
-    """Owns a ChunkWriter from `setup` to `teardown`; never pickles one."""
+class _WriteDoFn(OwningDoFn[ChunkWriter]):
+    """Owns a ChunkWriter from `setup` to `teardown`."""
 
     def __init__(self, target: ChunkTarget) -> None:
-        self._target = target
-        self._writer: ChunkWriter | None = None
-
-    def setup(self) -> None:
-        self._writer = self._target.open_writer()
+        super().__init__(target.open_writer)
 
     def process(self, batch: Sequence[ChunkRecord]) -> Iterator[pvalue.TaggedOutput]:
-        assert self._writer is not None
-        report = self._writer.write(batch)
+        report = self.owned().write(batch)
         counters.count(counters.CHUNKS_INDEXED, report.indexed)
         for chunk_id, reason in report.failures:
             yield _failed(chunk_id, reason)
-
-    def teardown(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-
-    def __getstate__(self) -> dict[str, object]:
-        return {**self.__dict__, "_writer": None}
 
 
 class WriteChunks(beam.PTransform[beam.PCollection[ChunkRecord], beam.PCollection[Failure]]):
