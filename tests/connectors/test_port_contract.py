@@ -25,20 +25,27 @@ RECORDS = chunk_records(VECTORS, chunks_per_doc=3)
 QUERIES = unit_vectors(10, dim=DIM, seed=4)
 
 
-@pytest.fixture(params=["embedded", pytest.param("elasticsearch", marks=pytest.mark.live_es)])
-def port(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KnowledgeSearchPort]:
+BACKENDS = ["embedded", pytest.param("elasticsearch", marks=pytest.mark.live_es)]
+
+
+def _opened(request: pytest.FixtureRequest, tmp_path: Path,
+            records: list[ChunkRecord]) -> KnowledgeSearchPort:
+    """The backend `request.param` names, holding `records`."""
     if request.param == "embedded":
-        write_store(tmp_path, RECORDS)
-        opened: KnowledgeSearchPort = EmbeddedStore.open(tmp_path)
-    else:
-        es_url = request.getfixturevalue("es_url")
-        es_client: Elasticsearch = request.getfixturevalue("es_client")
-        index = request.getfixturevalue("es_index")
-        config = ElasticsearchConfig(hosts=(es_url,), index=index, index_options={"type": "flat"},
-                                     filter_fields=("docId", "parity"))
-        ensure_index(es_client, config, DIM)
-        write_chunks(es_client, config, RECORDS, refresh=True)
-        opened = ElasticsearchPort.open(config)
+        write_store(tmp_path, records)
+        return EmbeddedStore.open(tmp_path)
+    es_client: Elasticsearch = request.getfixturevalue("es_client")
+    config = ElasticsearchConfig(hosts=(request.getfixturevalue("es_url"),),
+                                 index=request.getfixturevalue("es_index"),
+                                 index_options={"type": "flat"}, filter_fields=("docId", "parity"))
+    ensure_index(es_client, config, DIM)
+    write_chunks(es_client, config, records, refresh=True)
+    return ElasticsearchPort.open(config)
+
+
+@pytest.fixture(params=BACKENDS)
+def port(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KnowledgeSearchPort]:
+    opened = _opened(request, tmp_path, RECORDS)
     yield opened
     opened.close()
 
@@ -100,20 +107,9 @@ WORDED = [ChunkRecord(id=f"w{i}#chunk-0", vector=tuple(VECTORS[i].tolist()), con
               "the json module: json json json"])]
 
 
-@pytest.fixture(params=["embedded", pytest.param("elasticsearch", marks=pytest.mark.live_es)])
+@pytest.fixture(params=BACKENDS)
 def worded_port(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KnowledgeSearchPort]:
-    if request.param == "embedded":
-        write_store(tmp_path, WORDED)
-        opened: KnowledgeSearchPort = EmbeddedStore.open(tmp_path)
-    else:
-        es_client: Elasticsearch = request.getfixturevalue("es_client")
-        config = ElasticsearchConfig(hosts=(request.getfixturevalue("es_url"),),
-                                     index=request.getfixturevalue("es_index"),
-                                     index_options={"type": "flat"},
-                                     filter_fields=("docId", "parity"))
-        ensure_index(es_client, config, DIM)
-        write_chunks(es_client, config, WORDED, refresh=True)
-        opened = ElasticsearchPort.open(config)
+    opened = _opened(request, tmp_path, WORDED)
     yield opened
     opened.close()
 
