@@ -8,13 +8,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import apache_beam as beam
+from apache_beam import pvalue
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from connectors.chunk_writer_port import ChunkTarget
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo
 from pipeline.backends import chunk_target_for, embedder_factory_for, embedder_tag
 from pipeline.ingest.sources import chunks_of, document_paths, first_dimension
-from pipeline.ingest.transforms import FAILED, EmbedChunks, ParseChunkLines, WriteChunks
+from pipeline.ingest.transforms import (
+    FAILED,
+    EmbedChunks,
+    Failure,
+    ParseChunkLines,
+    WriteChunks,
+)
 from pipeline.query_lines import read_numbered_lines
 from pipeline.settings import Settings
 from pipeline.summary import counter_totals
@@ -42,35 +49,21 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
     """
     target = target or chunk_target_for(settings)
     embedder_factory = embedder_factory or embedder_factory_for(settings)
+    paths = [str(p) for p in document_paths(docs)] if docs is not None else []
     embedder = embedder_factory().info if docs is not None else None
     dimension = embedder.dimension if embedder is not None else first_dimension(chunks or "")
     created = target.prepare(dimension, embedder)
-    pipeline = beam.Pipeline(options=PipelineOptions(list(beam_args)))
-    if docs is not None:
-        root = str(Path(docs))
-        max_chars, batch = settings.chunking.max_chars, settings.embedder.batch_size
-        embedded = (pipeline
-                    | "Documents" >> beam.Create([str(p) for p in document_paths(root)])
-                    | "Chunk" >> beam.FlatMap(lambda path: chunks_of(root, path, max_chars))
-                    | "Batch" >> beam.BatchElements(min_batch_size=batch, max_batch_size=batch)
-                    | "Embed" >> beam.ParDo(EmbedChunks(SharedEmbedder(
-                        embedder_factory, embedder_tag(settings)))).with_outputs(
-                            FAILED, main="records"))
-    else:
-        path = str(chunks)
-        embedded = (pipeline
-                    | "ChunkFile" >> beam.Create([path])
-                    | "Lines" >> beam.FlatMap(read_numbered_lines)
-                    | "Parse" >> beam.ParDo(ParseChunkLines(path)).with_outputs(
-                        FAILED, main="records"))
-    written = embedded.records | "Write" >> WriteChunks(
-        target, settings.search.elasticsearch.bulk_chunk_size)
-    if failures_path:
-        ((embedded[FAILED], written) | "AllFailures" >> beam.Flatten()
-         | "FailureJson" >> beam.MapTuple(lambda where, why: json.dumps({"id": where,
-                                                                         "error": why}))
-         | "WriteFailures" >> beam.io.WriteToText(failures_path, shard_name_template=""))
     try:
+        pipeline = beam.Pipeline(options=PipelineOptions(list(beam_args)))
+        if docs is not None:
+            records = _document_records(pipeline, settings, str(Path(docs)), paths,
+                                        SharedEmbedder(embedder_factory, embedder_tag(settings)))
+        else:
+            records = _chunk_file_records(pipeline, str(chunks))
+        written = records.records | "Write" >> WriteChunks(
+            target, settings.search.elasticsearch.bulk_chunk_size)
+        if failures_path:
+            _write_failures((records[FAILED], written), failures_path)
         result = pipeline.run()
         result.wait_until_finish()
         totals = counter_totals(result)
@@ -80,3 +73,29 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
         raise
     return IndexSummary(totals.get(counters.CHUNKS_INDEXED, 0),
                         totals.get(counters.CHUNK_INDEX_FAILURES, 0), created, embedder)
+
+
+def _document_records(pipeline: beam.Pipeline, settings: Settings, root: str, paths: list[str],
+                      embedder: SharedEmbedder) -> pvalue.DoOutputsTuple:
+    """Documents -> chunks -> Embed, in batches of `embedder.batch-size`."""
+    max_chars, batch = settings.chunking.max_chars, settings.embedder.batch_size
+    return (pipeline
+            | "Documents" >> beam.Create(paths)
+            | "Chunk" >> beam.FlatMap(lambda path: chunks_of(root, path, max_chars))
+            | "Batch" >> beam.BatchElements(min_batch_size=batch, max_batch_size=batch)
+            | "Embed" >> beam.ParDo(EmbedChunks(embedder)).with_outputs(FAILED, main="records"))
+
+
+def _chunk_file_records(pipeline: beam.Pipeline, path: str) -> pvalue.DoOutputsTuple:
+    """Chunk-record lines -> parsed records."""
+    return (pipeline
+            | "ChunkFile" >> beam.Create([path])
+            | "Lines" >> beam.FlatMap(read_numbered_lines)
+            | "Parse" >> beam.ParDo(ParseChunkLines(path)).with_outputs(FAILED, main="records"))
+
+
+def _write_failures(failures: tuple[beam.PCollection[Failure], ...], path: str) -> None:
+    (failures
+     | "AllFailures" >> beam.Flatten()
+     | "FailureJson" >> beam.MapTuple(lambda where, why: json.dumps({"id": where, "error": why}))
+     | "WriteFailures" >> beam.io.WriteToText(path, shard_name_template=""))

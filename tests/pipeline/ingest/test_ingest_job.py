@@ -72,6 +72,7 @@ def test_an_empty_documents_folder_is_an_error_and_replaces_nothing(tmp_path: Pa
     with pytest.raises(InvalidInputError, match="holds no document to index"):
         run_index(_settings(store), docs=str(tmp_path / "empty"))
     assert len(EmbeddedStore.open(store)) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "empty", "store"]
 
 
 def test_bad_chunk_lines_are_failures_by_file_and_line_and_the_rest_is_indexed(
