@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from connectors.input_limits import check_text, check_vector
 
 
 class ChunkRecord(BaseModel):
@@ -18,11 +19,31 @@ class ChunkRecord(BaseModel):
     content: str
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("id", "content")
+    @classmethod
+    def _valid_unicode(cls, value: str) -> str:
+        return check_text(value)
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_is_valid_unicode(cls, metadata: dict[str, Any]) -> dict[str, Any]:
+        _check_strings(metadata)
+        return metadata
+
     @field_validator("vector")
     @classmethod
-    def _finite_and_nonzero(cls, vector: tuple[float, ...]) -> tuple[float, ...]:
-        if not all(math.isfinite(x) for x in vector):
-            raise ValueError("every component must be a finite number (no NaN or inf)")
-        if not any(vector):
-            raise ValueError("must not be all zeros (cosine similarity is undefined)")
+    def _usable_in_float32(cls, vector: tuple[float, ...]) -> tuple[float, ...]:
+        check_vector(vector)
         return vector
+
+
+def _check_strings(value: Any) -> None:
+    if isinstance(value, str):
+        check_text(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_text(str(key))
+            _check_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            _check_strings(item)

@@ -6,11 +6,23 @@ failed start-up says what to fix without reading the code.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+
+_URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s'\"]+@")
+
+
+def redact(text: str) -> str:
+    """`text` with the user and password of any URL in it replaced by `***`."""
+    return _URL_CREDENTIALS.sub("***@", text)
 
 
 class RagEvidenceError(Exception):
-    """Base class of all errors raised by rag-evidence."""
+    """Base class of all errors raised by rag-evidence. Messages never show the credentials
+    of a URL (`http://user:password@host` reads `http://***@host`)."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 class ConfigError(RagEvidenceError):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import apache_beam as beam
+from apache_beam.transforms.error_handling import CollectingErrorHandler
+from pydantic_core import PydanticSerializationError
 
 from connectors.embedder_port import EmbedderFactory
 from connectors.errors import RagEvidenceError
@@ -14,6 +18,7 @@ from pipeline.progress import LogProgress
 from pipeline.query_lines import ParseQueries, ReadQueryLines
 from pipeline.settings import Settings
 from stages import counters
+from stages.internal_errors import InternalDeadLetters
 from stages.models import DeadLetter, QueryResult
 
 ES_SCHEME = "es://"
@@ -36,39 +41,47 @@ def build_pipeline(
     (on the configured Elasticsearch cluster) with `_id` = query id. `embedder_refusal`, when
     set, dead-letters every query whose text would need embedding (see `preflight`).
     """
+    errors = CollectingErrorHandler()
     parsed = (pipeline
               | "ReadQueries" >> ReadQueryLines(queries_path)
-              | "Parse" >> ParseQueries())
+              | "Parse" >> ParseQueries().with_error_handler(errors))
     evidence = parsed.queries | "Evidence" >> EvidenceTransform(
         settings,
         port_factory=port_factory or port_factory_for(settings),
         embedder_factory=embedder_factory or embedder_factory_for(settings),
         embedder_refusal=embedder_refusal,
-    )
+    ).with_error_handler(errors)
     results = evidence.results | "Progress" >> LogProgress()
     dead_letters = [parsed.dead_letter, evidence.dead_letters]
     if out_path.startswith(ES_SCHEME):
         config = settings.search.elasticsearch.adapter_config()
         dead_letters.append(results | "WriteResultsToElasticsearch" >> WriteEvidenceToElasticsearch(
-            config, out_path[len(ES_SCHEME):]))
+            config, out_path[len(ES_SCHEME):]).with_error_handler(errors))
     else:
         (results
-         | "CountResults" >> beam.Map(_counted).with_output_types(QueryResult)
-         | "ResultJson" >> beam.Map(_to_json).with_output_types(str)
+         | "ResultJson" >> beam.Map(_counted_json).with_output_types(str).with_exception_handling(
+             error_handler=errors)
          | "WriteResults" >> _write_lines(out_path))
+    errors.close()
+    dead_letters.append(errors.output() | "InternalErrors" >> InternalDeadLetters())
     (tuple(dead_letters)
      | "AllDeadLetters" >> beam.Flatten()
-     | "DeadLetterJson" >> beam.Map(_to_json).with_output_types(str)
+     | "DeadLetterJson" >> beam.Map(to_json_line).with_output_types(str)
      | "WriteDeadLetters" >> _write_lines(dead_letter_path))
 
 
-def _counted(result: QueryResult) -> QueryResult:
+def _counted_json(result: QueryResult) -> str:
+    line = to_json_line(result)
     counters.count(counters.RESULTS)
-    return result
+    return line
 
 
-def _to_json(record: QueryResult | DeadLetter) -> str:
-    return record.model_dump_json()
+def to_json_line(record: QueryResult | DeadLetter) -> str:
+    """One JSON line; text that UTF-8 cannot encode (a lone surrogate) is written escaped."""
+    try:
+        return record.model_dump_json()
+    except PydanticSerializationError:
+        return json.dumps(record.model_dump(), ensure_ascii=True)
 
 
 def _write_lines(path: str) -> beam.io.WriteToText:

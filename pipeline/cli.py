@@ -19,6 +19,7 @@ class _BeamImportNoise(logging.Filter):
 logging.getLogger().addFilter(_BeamImportNoise())
 
 from connectors.errors import RagEvidenceError  # noqa: E402
+from pipeline.cli_logging import configure_logging  # noqa: E402
 from pipeline.commands import index_command, run_command  # noqa: E402
 from pipeline.demo import demo_command  # noqa: E402
 from pipeline.eval.command import corpus_command, eval_command  # noqa: E402
@@ -28,7 +29,8 @@ _log = logging.getLogger("rag_evidence")
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag-evidence", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="log what each step does (INFO), and Beam's warnings")
     commands = parser.add_subparsers(dest="command", required=True)
 
     def with_config(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -69,13 +71,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args, beam_args = _parser().parse_known_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(levelname)s %(name)s: %(message)s", force=True)
-    for noisy in ("apache_beam", "elastic_transport", "bm25s", "sentence_transformers",
-                  "transformers", "httpx"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    if not args.verbose:  # "Deleting 1 existing files": Beam's file sink replacing our output
-        logging.getLogger("apache_beam.io.filebasedsink").setLevel(logging.ERROR)
+    configure_logging(args.verbose)
     if args.command in ("demo", "corpus") and beam_args:
         print(f"rag-evidence: unrecognized arguments: {' '.join(beam_args)}", file=sys.stderr)
         return 2

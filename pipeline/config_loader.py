@@ -77,8 +77,11 @@ def _scalar(text: str) -> Any:
 
 
 def _set_path(target: dict[str, Any], parts: list[str], value: Any) -> None:
-    for part in parts[:-1]:
+    for depth, part in enumerate(parts[:-1], start=1):
         target = target.setdefault(part, {})
+        if not isinstance(target, dict):
+            raise ConfigError(".".join(parts[:depth]), target,
+                              f"is a value, so {'.'.join(parts)} cannot be set under it")
     target[parts[-1]] = value
 
 

@@ -11,6 +11,7 @@ import apache_beam as beam
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.writer import ElasticsearchWriter
 from stages import counters
+from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, QueryResult
 from stages.owning_dofn import OwningDoFn
 
@@ -37,7 +38,7 @@ class _WriteEvidenceDoFn(OwningDoFn[ElasticsearchWriter]):
                                  input=result.model_dump(mode="json"))
 
 
-class WriteEvidenceToElasticsearch(beam.PTransform[beam.PCollection[QueryResult],
+class WriteEvidenceToElasticsearch(HandlesErrors, beam.PTransform[beam.PCollection[QueryResult],
                                                    beam.PCollection[DeadLetter]]):
     """Writes each result as one document, `_id` = query id (re-runs overwrite); failed writes
     come out as dead letters."""
@@ -51,6 +52,6 @@ class WriteEvidenceToElasticsearch(beam.PTransform[beam.PCollection[QueryResult]
     def expand(self, results: beam.PCollection[QueryResult]) -> beam.PCollection[DeadLetter]:
         return (results
                 | "Batch" >> beam.BatchElements(max_batch_size=self._batch_size)
-                | "Bulk" >> beam.ParDo(_WriteEvidenceDoFn(self._config, self._index))
-                .with_output_types(DeadLetter))
+                | "Bulk" >> self._guarded(beam.ParDo(_WriteEvidenceDoFn(
+                    self._config, self._index)).with_output_types(DeadLetter)))
 

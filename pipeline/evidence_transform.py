@@ -15,6 +15,7 @@ from stages.dedup import KeyedDedup
 from stages.embed import EmbedQueries
 from stages.fusion import RrfFusion
 from stages.identity import IdentityNormalize
+from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, Query, QueryResult
 from stages.per_doc_cap import PerDocCap
 from stages.projection import Project
@@ -28,7 +29,7 @@ class EvidenceOutputs(NamedTuple):
     dead_letters: beam.PCollection[DeadLetter]
 
 
-class EvidenceTransform(beam.PTransform[beam.PCollection[Query], EvidenceOutputs]):
+class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], EvidenceOutputs]):
     """Embed -> Recall -> IdentityNormalize [-> RrfFusion] -> KeyedDedup -> PerDocCap -> TopN
     -> Project. RrfFusion runs in hybrid recall only.
 
@@ -49,23 +50,26 @@ class EvidenceTransform(beam.PTransform[beam.PCollection[Query], EvidenceOutputs
         self._refusal = embedder_refusal
 
     def expand(self, queries: beam.PCollection[Query]) -> EvidenceOutputs:
-        rag, mode = self._settings.rag, self._settings.rag.recall.mode
+        rag, mode, handler = self._settings.rag, self._settings.rag.recall.mode, self._error_handler
         embedded = queries | "Embed" >> EmbedQueries(
             self._embedder, batch_size=self._settings.embedder.batch_size,
             enabled=mode != "lexical",
-            refusal=None if self._refusal is None else str(self._refusal))
+            refusal=None if self._refusal is None else str(self._refusal)).with_error_handler(
+                handler)
         recalled = embedded.queries | "Recall" >> Recall(
             self._port_factory, retrieve_k=rag.retrieve_k,
-            batch_size=self._settings.search.batch_size, mode=mode)
-        candidates = recalled.hits | "IdentityNormalize" >> IdentityNormalize()
+            batch_size=self._settings.search.batch_size, mode=mode).with_error_handler(handler)
+        candidates = recalled.hits | "IdentityNormalize" >> IdentityNormalize().with_error_handler(
+            handler)
         if mode == "hybrid":
-            candidates = candidates | "RrfFusion" >> RrfFusion(rag.recall.rrf())
+            candidates = candidates | "RrfFusion" >> RrfFusion(rag.recall.rrf()).with_error_handler(
+                handler)
         results = (
             candidates
-            | "KeyedDedup" >> KeyedDedup(rag.dedup_key)
-            | "PerDocCap" >> PerDocCap(rag.max_chunks_per_document)
-            | "TopN" >> TopN(rag.return_n)
-            | "Project" >> Project(self._settings.projection.budget())
+            | "KeyedDedup" >> KeyedDedup(rag.dedup_key).with_error_handler(handler)
+            | "PerDocCap" >> PerDocCap(rag.max_chunks_per_document).with_error_handler(handler)
+            | "TopN" >> TopN(rag.return_n).with_error_handler(handler)
+            | "Project" >> Project(self._settings.projection.budget()).with_error_handler(handler)
         )
         dead_letters = ((embedded.dead_letter, recalled.dead_letter)
                         | "EvidenceDeadLetters" >> beam.Flatten())

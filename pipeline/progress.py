@@ -31,12 +31,16 @@ class _ProgressDoFn(beam.DoFn):
         yield element
 
 
-class LogProgress(beam.PTransform[beam.PCollection[Any], beam.PCollection[Any]]):
-    """Passes elements through, logging a running count every `every_seconds` per worker."""
+EVERY_SECONDS = 10.0
 
-    def __init__(self, every_seconds: float = 10.0) -> None:
+
+class LogProgress(beam.PTransform[beam.PCollection[Any], beam.PCollection[Any]]):
+    """Passes elements through, logging a running count every `every_seconds` (default
+    `EVERY_SECONDS`) per worker."""
+
+    def __init__(self, every_seconds: float | None = None) -> None:
         super().__init__()
-        self._every = every_seconds
+        self._every = EVERY_SECONDS if every_seconds is None else every_seconds
 
     def expand(self, pcoll: beam.PCollection[Any]) -> beam.PCollection[Any]:
         return pcoll | "LogProgress" >> beam.ParDo(_ProgressDoFn(self._every))

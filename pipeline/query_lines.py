@@ -2,38 +2,64 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
+from json import JSONDecodeError
 
 import apache_beam as beam
 from apache_beam import pvalue
 from apache_beam.io.filesystems import FileSystems
 from pydantic import ValidationError
 
+from connectors.input_limits import loads
 from pipeline.validation_messages import describe_validation_error
 from stages import counters
+from stages.dead_letters import DEAD_LETTER
+from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, Query
 
-DEAD_LETTER = "dead_letter"
-NumberedLine = tuple[int, str]
+BOM = b"\xef\xbb\xbf"
+_SHOWN_CHARS = 10_000
+"""How much of a line that is not JSON a dead letter keeps."""
+NumberedLine = tuple[int, bytes]
+"""A line as read: its number and its bytes, decoded by the parser (so that a line that is not
+UTF-8 becomes a dead letter of its own, never a replacement character or a crash)."""
 
 
 def read_numbered_lines(path: str) -> Iterator[NumberedLine]:
-    """(line number, text) for each non-blank line of `path` (any Beam filesystem)."""
+    """(line number, bytes) for each non-blank line of `path` (any Beam filesystem); a UTF-8
+    byte-order mark opening the file is dropped."""
     with FileSystems.open(path) as handle:
         for number, raw in enumerate(handle, start=1):
-            text = raw.decode("utf-8", errors="replace").strip()
-            if text:
-                yield number, text
+            line = raw.removeprefix(BOM).strip() if number == 1 else raw.strip()
+            if line:
+                yield number, line
 
 
-def parse_query_line(line_number: int, text: str) -> Query | DeadLetter:
+def decode_line(line: str | bytes) -> str:
+    """The text of a line; raises ValueError naming the first byte that is not UTF-8."""
+    if isinstance(line, str):
+        return line
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"line is not valid UTF-8 (byte 0x{line[error.start]:02x} at "
+                         f"position {error.start})") from None
+
+
+def parse_query_line(line_number: int, line: str | bytes) -> Query | DeadLetter:
     """Parses one JSONL line; any problem becomes a DeadLetter naming the field and value."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        return DeadLetter(stage="parse", error=f"line is not JSON: {error}",
-                          line_number=line_number, input=text)
+        text = decode_line(line)
+    except ValueError as error:
+        assert isinstance(line, bytes)  # only bytes can fail to decode
+        shown = line[:_SHOWN_CHARS].decode("utf-8", errors="backslashreplace")
+        return DeadLetter(stage="parse", error=str(error), line_number=line_number, input=shown)
+    try:
+        data = loads(text)
+    except ValueError as error:
+        reason = f"line is not JSON: {error}" if isinstance(error, JSONDecodeError) else str(error)
+        return DeadLetter(stage="parse", error=reason, line_number=line_number,
+                          input=text[:_SHOWN_CHARS])
     if not isinstance(data, dict):
         return DeadLetter(stage="parse", error="line must be a JSON object",
                           line_number=line_number, input=data)
@@ -60,7 +86,8 @@ class _ParseDoFn(beam.DoFn):
             yield parsed
 
 
-class ParseQueries(beam.PTransform[beam.PCollection[NumberedLine], pvalue.DoOutputsTuple]):
+class ParseQueries(HandlesErrors,
+                   beam.PTransform[beam.PCollection[NumberedLine], pvalue.DoOutputsTuple]):
     """(line number, text) -> Query (main `queries`) and DeadLetter (tag `dead_letter`).
 
     >>> parsed = lines | ParseQueries()  # doctest: +SKIP
@@ -68,8 +95,8 @@ class ParseQueries(beam.PTransform[beam.PCollection[NumberedLine], pvalue.DoOutp
     """
 
     def expand(self, lines: beam.PCollection[NumberedLine]) -> pvalue.DoOutputsTuple:
-        return lines | "ParseQueryLines" >> beam.ParDo(_ParseDoFn()).with_outputs(
-            DEAD_LETTER, main="queries")
+        return lines | "ParseQueryLines" >> self._guarded(beam.ParDo(_ParseDoFn()).with_outputs(
+            DEAD_LETTER, main="queries"))
 
 
 class ReadQueryLines(beam.PTransform[beam.pvalue.PBegin, beam.PCollection[NumberedLine]]):

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
 
 from connectors.embedder_port import EmbedderFactory
 from connectors.search_port import PortFactory
 from pipeline.backends import embedder_factory_for, port_factory_for
+from pipeline.beam_options import pipeline_options
 from pipeline.build import build_pipeline
 from pipeline.preflight import preflight
 from pipeline.settings import Settings
 from pipeline.summary import RunSummary, summarize
+
+_log = logging.getLogger(__name__)
 
 
 def run_job(settings: Settings, *, queries_path: str, out_path: str, dead_letter_path: str,
@@ -26,9 +29,11 @@ def run_job(settings: Settings, *, queries_path: str, out_path: str, dead_letter
     """
     port_factory = port_factory or port_factory_for(settings)
     embedder_factory = embedder_factory or embedder_factory_for(settings)
+    options = pipeline_options(beam_args)
+    _log.info("run: %s -> %s, backend %s, %s recall, embedder %s", queries_path, out_path,
+              settings.search.backend, settings.rag.recall.mode, settings.embedder.kind)
     embeds = settings.rag.recall.mode != "lexical"
     refusal = preflight(port_factory, embedder_factory if embeds else None, queries_path)
-    options = PipelineOptions(list(beam_args))
     started = time.monotonic()
     pipeline = beam.Pipeline(options=options)
     build_pipeline(pipeline, settings, queries_path=queries_path, out_path=out_path,

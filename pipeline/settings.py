@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from connectors.elasticsearch.config import ElasticsearchConfig, RetryPolicy
 from stages.dedup import DedupKey
@@ -78,7 +79,7 @@ class ElasticsearchSettings(Section):
     num_candidates: int | None = Field(_ES.num_candidates, ge=1, le=10_000)
     similarity: float | None = _ES.similarity
     request_timeout: float = Field(_ES.request_timeout, gt=0)
-    verify_certs: bool = _ES.verify_certs
+    verify_certs: StrictBool = _ES.verify_certs
     ca_certs: str | None = _ES.ca_certs
     api_key_env: str = _ES.api_key_env
     username_env: str = _ES.username_env
@@ -89,6 +90,16 @@ class ElasticsearchSettings(Section):
     max_backoff: float = Field(_RETRY.max_backoff, ge=0)
     index_options: dict[str, Any] = Field(default_factory=lambda: dict(_ES.index_options))
     bulk_chunk_size: int = Field(_ES.bulk_chunk_size, ge=1)
+
+    @field_validator("hosts")
+    @classmethod
+    def _no_credentials_in_hosts(cls, hosts: tuple[str, ...]) -> tuple[str, ...]:
+        if any("@" in urlsplit(host).netloc for host in hosts):
+            raise ValueError(
+                "a host URL must not hold credentials (user:password@); set "
+                f"{_ES.username_env} and {_ES.password_env}, or {_ES.api_key_env}, on every "
+                "machine that runs the job (or name a credentials-file)")
+        return hosts
 
     def adapter_config(self) -> ElasticsearchConfig:
         """The connector's view of these settings."""

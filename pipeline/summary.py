@@ -8,13 +8,8 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.runner import PipelineResult
 
 from stages import counters
-from stages.identity import FALLBACK_IDENTITY, IDENTITY_CONFLICT, INVALID_CHUNK_INDEX
 
-REPORTED = (
-    counters.QUERIES, counters.RESULTS, counters.DEAD_LETTERS, counters.CANDIDATES,
-    counters.DUPLICATES_MERGED, counters.CAPPED, FALLBACK_IDENTITY, INVALID_CHUNK_INDEX,
-    IDENTITY_CONFLICT, counters.SEARCH_REQUESTS, counters.TEXTS_EMBEDDED, counters.EMBEDDING_MS,
-)
+REPORTED = counters.SUMMARY
 
 
 @dataclass(frozen=True)

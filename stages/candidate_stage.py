@@ -7,12 +7,13 @@ from collections.abc import Callable, Sequence
 import apache_beam as beam
 
 from stages import counters
+from stages.internal_errors import HandlesErrors
 from stages.models import Candidate, QueryCandidates
 
 CandidateFn = Callable[[Sequence[Candidate]], list[Candidate]]
 
 
-class CandidateStage(beam.PTransform[beam.PCollection[QueryCandidates],
+class CandidateStage(HandlesErrors, beam.PTransform[beam.PCollection[QueryCandidates],
                                      beam.PCollection[QueryCandidates]]):
     """Applies `fn` to each query's candidates; counts the dropped ones under `dropped_counter`."""
 
@@ -23,7 +24,8 @@ class CandidateStage(beam.PTransform[beam.PCollection[QueryCandidates],
         self._dropped_counter = dropped_counter
 
     def expand(self, pcoll: beam.PCollection[QueryCandidates]) -> beam.PCollection[QueryCandidates]:
-        return pcoll | self._label >> beam.Map(self._apply).with_output_types(QueryCandidates)
+        apply = beam.Map(self._apply).with_output_types(QueryCandidates)
+        return pcoll | self._label >> self._guarded(apply)
 
     def _apply(self, element: QueryCandidates) -> QueryCandidates:
         kept = self._fn(element.candidates)

@@ -11,6 +11,7 @@ from connectors.embedder_port import EmbedderPort
 from connectors.errors import RagEvidenceError
 from stages import counters
 from stages.dead_letters import DEAD_LETTER, dead_letter
+from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, EmbeddedQuery, Query
 from stages.shared_embedder import SharedEmbedder, embed_texts
 
@@ -73,7 +74,7 @@ def _pass_through(query: Query) -> EmbeddedQuery:
     return EmbeddedQuery(query=query)
 
 
-class EmbedQueries(beam.PTransform[beam.PCollection[Query], pvalue.DoOutputsTuple]):
+class EmbedQueries(HandlesErrors, beam.PTransform[beam.PCollection[Query], pvalue.DoOutputsTuple]):
     """Query -> EmbeddedQuery (main `queries`) and DeadLetter (tag `dead_letter`).
 
     Texts go to the model `batch_size` at a time; the model is loaded once per worker process,
@@ -100,7 +101,8 @@ class EmbedQueries(beam.PTransform[beam.PCollection[Query], pvalue.DoOutputsTupl
         return (queries
                 | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
                                                 max_batch_size=self._batch_size)
-                | "EmbedTexts" >> beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main="queries"))
+                | "EmbedTexts" >> self._guarded(
+                    beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main="queries")))
 
 
 class _NoDeadLetters(beam.DoFn):

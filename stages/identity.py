@@ -11,16 +11,19 @@ from typing import Any, TypeVar
 import apache_beam as beam
 
 from stages import counters
+from stages.internal_errors import HandlesErrors
 from stages.models import Candidate, QueryCandidates, QueryHits, RecalledHit, RetrieverHit
 
 Report = Callable[[str], None]
 """Called with a counter name each time something worth counting happens."""
 
-FALLBACK_IDENTITY = "fallback_identities"
-INVALID_CHUNK_INDEX = "invalid_chunk_index"
-IDENTITY_CONFLICT = "identity_conflicts"
+FALLBACK_IDENTITY = counters.FALLBACK_IDENTITY
+INVALID_CHUNK_INDEX = counters.INVALID_CHUNK_INDEX
+IDENTITY_CONFLICT = counters.IDENTITY_CONFLICT
 
 _DIGITS = re.compile(r"[0-9]+")
+_MAX_INDEX = 2**63
+_MAX_INDEX_DIGITS = 19
 T = TypeVar("T")
 
 
@@ -93,6 +96,8 @@ def _resolve(metadata: Mapping[str, Any], camel: str, snake: str,
 def _as_doc_id(value: Any) -> str | None:
     if isinstance(value, bool) or value is None:
         return None
+    if isinstance(value, int) and abs(value) >= _MAX_INDEX:
+        return None  # a number this size is no document id (and str() may refuse it)
     if isinstance(value, (int, float)):
         return str(value)
     if isinstance(value, str) and value.strip():
@@ -101,14 +106,15 @@ def _as_doc_id(value: Any) -> str | None:
 
 
 def _as_index(value: Any) -> int | None:
+    """A chunk index: a whole number from 0 to 2**63 - 1, as an int, float or digit string."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value if value >= 0 else None
     if isinstance(value, float):
-        return int(value) if math.isfinite(value) and value.is_integer() and value >= 0 else None
-    if isinstance(value, str) and _DIGITS.fullmatch(value):
-        return int(value)
+        value = int(value) if math.isfinite(value) and value.is_integer() else None
+    elif isinstance(value, str):
+        value = int(value) if _DIGITS.fullmatch(value) and len(value) <= _MAX_INDEX_DIGITS else None
+    if isinstance(value, int) and 0 <= value < _MAX_INDEX:
+        return value
     return None
 
 
@@ -125,7 +131,7 @@ def _normalize(query_hits: QueryHits) -> QueryCandidates:
     return QueryCandidates(query_id=query_hits.query_id, candidates=tuple(candidates))
 
 
-class IdentityNormalize(beam.PTransform[beam.PCollection[QueryHits],
+class IdentityNormalize(HandlesErrors, beam.PTransform[beam.PCollection[QueryHits],
                                          beam.PCollection[QueryCandidates]]):
     """QueryHits -> QueryCandidates with chunk identity and evidence keys.
 
@@ -133,5 +139,5 @@ class IdentityNormalize(beam.PTransform[beam.PCollection[QueryHits],
     """
 
     def expand(self, hits: beam.PCollection[QueryHits]) -> beam.PCollection[QueryCandidates]:
-        return hits | "NormalizeIdentity" >> beam.Map(_normalize).with_output_types(
-            QueryCandidates)
+        return hits | "NormalizeIdentity" >> self._guarded(
+            beam.Map(_normalize).with_output_types(QueryCandidates))

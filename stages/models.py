@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from connectors.input_limits import check_text, check_vector
 from connectors.search_port import FilterValue, SearchHit
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -35,23 +35,38 @@ class Query(BaseModel):
         copy._line_number = line_number
         return copy
 
+    @field_validator("id", "text")
+    @classmethod
+    def _valid_unicode(cls, value: str | None) -> str | None:
+        return None if value is None else check_text(value)
+
+    @field_validator("filters")
+    @classmethod
+    def _filter_values_are_valid_unicode(cls, filters: dict[str, Any]) -> dict[str, Any]:
+        for key, value in filters.items():
+            check_text(key)
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, str):
+                    check_text(item)
+        return filters
+
     @field_validator("vector")
     @classmethod
-    def _vector_is_finite(cls, vector: tuple[float, ...] | None) -> tuple[float, ...] | None:
+    def _vector_is_usable(cls, vector: tuple[float, ...] | None) -> tuple[float, ...] | None:
         if vector is not None:
-            _check_vector(vector)
+            check_vector(vector)
         return vector
 
     @field_validator("vectors")
     @classmethod
-    def _vectors_are_finite(
+    def _vectors_are_usable(
         cls, vectors: tuple[tuple[float, ...], ...] | None
     ) -> tuple[tuple[float, ...], ...] | None:
         if vectors is not None:
             if not vectors:
                 raise ValueError("must hold at least one vector when present")
             for vector in vectors:
-                _check_vector(vector)
+                check_vector(vector)
         return vectors
 
     @model_validator(mode="after")
@@ -60,13 +75,6 @@ class Query(BaseModel):
         if not has_text and self.vector is None and self.vectors is None:
             raise ValueError("a query needs a non-blank `text`, a `vector` or `vectors`")
         return self
-
-
-def _check_vector(vector: tuple[float, ...]) -> None:
-    if not vector:
-        raise ValueError("a vector must not be empty")
-    if not all(math.isfinite(x) for x in vector):
-        raise ValueError("every component must be a finite number (no NaN or inf)")
 
 
 class EmbeddedQuery(BaseModel):
@@ -173,7 +181,7 @@ class QueryResult(BaseModel):
     projected: tuple[ProjectedItem, ...]
 
 
-DeadLetterStage = Literal["parse", "embed", "recall", "write"]
+DeadLetterStage = Literal["parse", "embed", "recall", "write", "internal"]
 
 
 class DeadLetter(BaseModel):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import apache_beam as beam
 
+from stages.internal_errors import HandlesErrors
 from stages.models import EvidenceBlock, ProjectedItem, QueryCandidates, QueryResult
 from stages.top_n import to_evidence_blocks
 
@@ -65,7 +66,8 @@ def assemble_result(element: QueryCandidates, budget: ProjectionBudget) -> Query
                        projected=tuple(project(evidence, budget)))
 
 
-class Project(beam.PTransform[beam.PCollection[QueryCandidates], beam.PCollection[QueryResult]]):
+class Project(HandlesErrors,
+              beam.PTransform[beam.PCollection[QueryCandidates], beam.PCollection[QueryResult]]):
     """QueryCandidates -> QueryResult: ranked evidence blocks plus the Agent projection.
 
     >>> results = candidates | Project(ProjectionBudget(max_items=5))  # doctest: +SKIP
@@ -76,5 +78,5 @@ class Project(beam.PTransform[beam.PCollection[QueryCandidates], beam.PCollectio
         self._budget = budget
 
     def expand(self, pcoll: beam.PCollection[QueryCandidates]) -> beam.PCollection[QueryResult]:
-        return pcoll | "ProjectEvidence" >> beam.Map(
-            assemble_result, budget=self._budget).with_output_types(QueryResult)
+        return pcoll | "ProjectEvidence" >> self._guarded(beam.Map(
+            assemble_result, budget=self._budget).with_output_types(QueryResult))

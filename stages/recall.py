@@ -12,6 +12,7 @@ from connectors.errors import KnowledgeSearchError, RagEvidenceError
 from connectors.search_port import KnowledgeSearchPort, PortFactory, SearchRequest
 from stages import counters
 from stages.dead_letters import DEAD_LETTER, dead_letter
+from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, EmbeddedQuery, QueryHits, RecalledHit
 from stages.owning_dofn import OwningDoFn
 from stages.sub_queries import RecallMode, SubQuery, resolve_sub_queries
@@ -94,7 +95,8 @@ class _RecallDoFn(OwningDoFn[KnowledgeSearchPort]):
                 yield result
 
 
-class Recall(beam.PTransform[beam.PCollection[EmbeddedQuery], beam.pvalue.DoOutputsTuple]):
+class Recall(HandlesErrors,
+             beam.PTransform[beam.PCollection[EmbeddedQuery], beam.pvalue.DoOutputsTuple]):
     """EmbeddedQuery -> QueryHits (main output `hits`) and DeadLetter (tag `dead_letter`).
 
     >>> outputs = embedded | Recall(port_factory, retrieve_k=20, mode="hybrid")  # doctest: +SKIP
@@ -112,5 +114,6 @@ class Recall(beam.PTransform[beam.PCollection[EmbeddedQuery], beam.pvalue.DoOutp
             queries
             | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
                                             max_batch_size=self._batch_size)
-            | "Search" >> beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main="hits")
+            | "Search" >> self._guarded(
+                beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main="hits"))
         )

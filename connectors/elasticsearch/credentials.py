@@ -18,9 +18,9 @@ def read_credentials(config: ElasticsearchConfig, environ: Mapping[str, str]) ->
     the environment variables win over it.
     """
     values = _file_values(config.credentials_file) if config.credentials_file else {}
-    api_key = environ.get(config.api_key_env) or values.get("API_KEY")
-    username = environ.get(config.username_env) or values.get("USERNAME")
-    password = environ.get(config.password_env) or values.get("PASSWORD")
+    api_key = _printable(config.api_key_env, "API_KEY", environ, values)
+    username = _printable(config.username_env, "USERNAME", environ, values)
+    password = _printable(config.password_env, "PASSWORD", environ, values)
     if api_key:
         return {"api_key": api_key}
     if username and password:
@@ -31,6 +31,19 @@ def read_credentials(config: ElasticsearchConfig, environ: Mapping[str, str]) ->
     return {}
 
 
+def _printable(variable: str, file_key: str, environ: Mapping[str, str],
+               values: Mapping[str, str]) -> str | None:
+    """The credential from the environment, else the file; one with a control character (a CR
+    left by a Windows line ending, a newline) is an error that names where it came from and
+    never shows it."""
+    source, value = (variable, environ.get(variable)) if environ.get(variable) else (
+        f"credentials-file {file_key}", values.get(file_key))
+    if value and any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ConfigError(source, "<hidden>", "holds a control character (a CR or newline "
+                          "from the file it was copied from?); credentials must be printable")
+    return value
+
+
 def _file_values(path: str) -> dict[str, str]:
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -38,8 +51,8 @@ def _file_values(path: str) -> dict[str, str]:
         raise ConfigError("search.elasticsearch.credentials-file", path,
                           f"cannot be read ({error.strerror})") from None
     values = {}
-    for line in text.splitlines():
+    for line in text.split("\n"):
         key, sep, value = line.partition("=")
         if sep and not line.lstrip().startswith("#"):
-            values[key.strip().upper()] = value.strip()
+            values[key.strip().upper()] = value.strip(" \t")
     return values

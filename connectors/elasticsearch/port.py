@@ -11,6 +11,7 @@ from elasticsearch import Elasticsearch
 
 from connectors.elasticsearch.client import check_index, open_client
 from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.elasticsearch.events import ES_BACKOFF_MS, ES_FAILURES, ES_REQUESTS, ES_RETRIES
 from connectors.elasticsearch.retry import (
     backoff_seconds,
     describe,
@@ -28,7 +29,7 @@ from connectors.errors import (
 from connectors.search_port import SearchHit, SearchOutcome, SearchRequest
 
 EventHook = Callable[[str, int], None]
-"""Told of `es_requests`, `es_retries`, `es_backoff_ms` and `es_failures` as they happen."""
+"""Told of each of `events.EVENTS` as it happens, with an amount."""
 
 
 def _ignore(_: str, __: int) -> None:
@@ -91,7 +92,7 @@ class ElasticsearchPort:
                 self._back_off(attempt - 1)
             pending = self._attempt(requests, pending, outcomes, history)
         for i in pending:
-            self._on_event("es_failures", 1)
+            self._on_event(ES_FAILURES, 1)
             outcomes[i] = SearchUnavailableError(
                 f"search failed after {self._config.retry.max_attempts} attempts; last error: "
                 f"{history[i][-1]}; earlier: {history[i][:-1]}")
@@ -105,7 +106,7 @@ class ElasticsearchPort:
         searches: list[dict[str, Any]] = []
         for i in pending:
             searches += [{"index": self._config.index}, self._body(requests[i])]
-        self._on_event("es_requests", 1)
+        self._on_event(ES_REQUESTS, 1)
         try:
             responses = self._client.msearch(searches=searches).body["responses"]
         except Exception as error:
@@ -131,13 +132,13 @@ class ElasticsearchPort:
     def _fail(self, indexes: list[int], outcomes: list[SearchOutcome | None],
               error: KnowledgeSearchError) -> None:
         for i in indexes:
-            self._on_event("es_failures", 1)
+            self._on_event(ES_FAILURES, 1)
             outcomes[i] = error
 
     def _back_off(self, retry_number: int) -> None:
         seconds = backoff_seconds(self._config.retry, retry_number, self._rng)
-        self._on_event("es_retries", 1)
-        self._on_event("es_backoff_ms", int(seconds * 1000))
+        self._on_event(ES_RETRIES, 1)
+        self._on_event(ES_BACKOFF_MS, int(seconds * 1000))
         self._sleep(seconds)
 
     def _invalid(self, request: SearchRequest) -> KnowledgeSearchError | None:

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import apache_beam as beam
 from apache_beam import pvalue
-from apache_beam.options.pipeline_options import PipelineOptions
 
 from connectors.chunk_writer_port import ChunkTarget
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo
 from pipeline.backends import chunk_target_for, embedder_factory_for, embedder_tag
+from pipeline.beam_options import pipeline_options
 from pipeline.ingest.sources import chunks_of, document_paths, first_dimension
 from pipeline.ingest.transforms import (
     FAILED,
@@ -47,6 +47,7 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
     Chunks that fail (a bad line, a text that cannot be embedded, a write the store refused)
     are counted, logged, written to `failures_path` when given, and the rest is committed.
     """
+    options = pipeline_options(beam_args)
     target = target or chunk_target_for(settings)
     embedder_factory = embedder_factory or embedder_factory_for(settings)
     paths = [str(p) for p in document_paths(docs)] if docs is not None else []
@@ -54,7 +55,7 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
     dimension = embedder.dimension if embedder is not None else first_dimension(chunks or "")
     created = target.prepare(dimension, embedder)
     try:
-        pipeline = beam.Pipeline(options=PipelineOptions(list(beam_args)))
+        pipeline = beam.Pipeline(options=options)
         if docs is not None:
             records = _document_records(pipeline, settings, str(Path(docs)), paths,
                                         SharedEmbedder(embedder_factory, embedder_tag(settings)))

@@ -9,8 +9,9 @@ from pydantic import ValidationError
 
 from connectors.chunk_record import ChunkRecord
 from connectors.errors import InvalidInputError
+from connectors.input_limits import loads
 from pipeline.ingest.chunking import chunk_text
-from pipeline.query_lines import read_numbered_lines
+from pipeline.query_lines import decode_line, read_numbered_lines
 from pipeline.validation_messages import failures
 
 DOC_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
@@ -19,10 +20,17 @@ DocumentChunk = tuple[str, int, str]
 """(doc id, chunk index, text)."""
 
 
-def parse_chunk_line(path: str, number: int, line: str) -> ChunkRecord:
+def parse_chunk_line(path: str, number: int, line: str | bytes) -> ChunkRecord:
     """One chunk record line; errors name `path:number` and the field."""
     try:
-        return ChunkRecord.model_validate_json(line)
+        data = loads(decode_line(line))
+    except ValueError as error:
+        raise InvalidInputError(f"{path}:{number}", line[:80], f"is not a chunk record: {error}"
+                                ) from None
+    if not isinstance(data, dict):
+        raise InvalidInputError(f"{path}:{number}", line, "must be a JSON object")
+    try:
+        return ChunkRecord.model_validate(data)
     except ValidationError as error:
         field, value, message = failures(error)[0]
         raise InvalidInputError(f"{path}:{number} {field}", value, message) from None

@@ -12,6 +12,7 @@ from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import ChunkTarget, ChunkWriter
 from connectors.errors import InvalidInputError, RagEvidenceError
 from pipeline.ingest.sources import DocumentChunk, parse_chunk_line
+from pipeline.query_lines import NumberedLine
 from stages import counters
 from stages.identity import chunk_key
 from stages.owning_dofn import OwningDoFn
@@ -35,7 +36,7 @@ class ParseChunkLines(beam.DoFn):
     def __init__(self, path: str) -> None:
         self._path = path
 
-    def process(self, line: tuple[int, str]) -> Iterator[ChunkRecord | pvalue.TaggedOutput]:
+    def process(self, line: NumberedLine) -> Iterator[ChunkRecord | pvalue.TaggedOutput]:
         try:
             yield parse_chunk_line(self._path, *line)
         except InvalidInputError as error:

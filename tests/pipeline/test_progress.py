@@ -1,13 +1,17 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import apache_beam as beam
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from pipeline import progress
+from pipeline.cli import main
 from pipeline.progress import LogProgress
+from tests.builders import chunk_records, unit_vectors
 
 
 def test_progress_passes_elements_through_and_logs_a_running_count(
@@ -16,3 +20,34 @@ def test_progress_passes_elements_through_and_logs_a_running_count(
         out = p | beam.Create([1, 2, 3]) | LogProgress(every_seconds=0.0)
         assert_that(out, equal_to([1, 2, 3]))
     assert "progress: 3 queries answered by this worker" in caplog.text
+
+
+def _run_cli(store_config: Path, tmp_path: Path, *flags: str) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"id": "q", "text": "content five"}\n')
+    code = main([*flags, "run", "--config", str(store_config), "--queries", str(queries),
+                 "--out", str(tmp_path / "out.jsonl")])
+    assert code == 0
+
+
+def test_a_cli_run_shows_progress_and_v_shows_this_packages_info(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(progress, "EVERY_SECONDS", 0.0)
+    records = chunk_records(unit_vectors(8, dim=8))
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text("".join(r.model_dump_json() + "\n" for r in records))
+    config = tmp_path / "config.yaml"
+    config.write_text(f"search:\n  embedded:\n    path: {tmp_path / 'store'}\n"
+                      "embedder:\n  dim: 8\n")
+    assert main(["index", "--config", str(config), "--chunks", str(chunks)]) == 0
+    capsys.readouterr()
+
+    _run_cli(config, tmp_path)
+    quiet = capsys.readouterr().err
+    assert "progress: 1 queries answered" in quiet
+    assert "INFO pipeline.run_job" not in quiet and "Deleting" not in quiet
+
+    _run_cli(config, tmp_path, "-v")
+    verbose = capsys.readouterr().err
+    assert "INFO pipeline.run_job: run:" in verbose

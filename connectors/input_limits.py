@@ -1,0 +1,88 @@
+"""The limits every input parser enforces (query lines, chunk lines), in one place.
+
+A line past a limit is an error naming the limit, never a crash: JSON nested deeper than
+`MAX_NESTING`, a number of more than `MAX_NUMBER_DIGITS` digits, a line longer than
+`MAX_LINE_CHARS`, a vector longer than `MAX_VECTOR_LENGTH`, a component outside float32, text
+that is not valid Unicode (a lone surrogate, or a byte that is not UTF-8).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+MAX_LINE_CHARS = 16 * 1024 * 1024
+MAX_NESTING = 64
+MAX_NUMBER_DIGITS = 400
+MAX_VECTOR_LENGTH = 16_384
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def loads(text: str) -> Any:
+    """`json.loads` within the limits above.
+
+    Raises:
+        ValueError: a message naming the limit or the JSON error, for a dead letter.
+    """
+    if len(text) > MAX_LINE_CHARS:
+        raise ValueError(f"line has {len(text)} characters; at most {MAX_LINE_CHARS} are read")
+    try:
+        value = json.loads(text, parse_int=_int, parse_float=_float)
+    except RecursionError:
+        raise ValueError(f"JSON nested too deeply (at most {MAX_NESTING} levels)") from None
+    check_nesting(value)
+    return value
+
+
+def check_nesting(value: Any, depth: int = 0) -> None:
+    """Raises ValueError when `value` nests lists and objects deeper than MAX_NESTING."""
+    if depth > MAX_NESTING:
+        raise ValueError(f"JSON nested too deeply (at most {MAX_NESTING} levels)")
+    if isinstance(value, dict):
+        for item in value.values():
+            check_nesting(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            check_nesting(item, depth + 1)
+
+
+def check_text(value: str) -> str:
+    """Raises ValueError for text that UTF-8 cannot encode (a lone surrogate)."""
+    if _SURROGATE.search(value):
+        raise ValueError("is not valid Unicode (it holds a lone surrogate)")
+    return value
+
+
+def check_vector(vector: Sequence[float]) -> None:
+    """Raises ValueError unless `vector` is a usable float32 vector: not empty, at most
+    MAX_VECTOR_LENGTH long, every component finite in float32, and not zero in float32."""
+    if not vector:
+        raise ValueError("a vector must not be empty")
+    if len(vector) > MAX_VECTOR_LENGTH:
+        raise ValueError(f"has {len(vector)} components; at most {MAX_VECTOR_LENGTH}")
+    if not all(math.isfinite(x) and abs(x) <= FLOAT32_MAX for x in vector):
+        raise ValueError("every component must be a finite float32 number "
+                         f"(no NaN or inf, magnitude at most {FLOAT32_MAX:.4g})")
+    as_float32 = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(as_float32.astype(np.float64)))
+    if norm == 0.0:
+        raise ValueError("is zero in float32 (every component rounds to 0): cosine similarity "
+                         "is undefined")
+
+
+def _int(digits: str) -> int:
+    if len(digits) > MAX_NUMBER_DIGITS:
+        raise ValueError(f"a number has {len(digits)} digits; at most {MAX_NUMBER_DIGITS}")
+    return int(digits)
+
+
+def _float(digits: str) -> float:
+    if len(digits) > MAX_NUMBER_DIGITS:
+        raise ValueError(f"a number has {len(digits)} digits; at most {MAX_NUMBER_DIGITS}")
+    return float(digits)

@@ -1,0 +1,31 @@
+"""Beam pipeline options from the command line, checked before anything runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.runners.runner import create_runner
+
+from connectors.errors import ConfigError
+
+REFUSED_RUNNERS = {
+    "DaskRunner": "it sends every element of a multi-output step to every output and has no "
+                  "metrics, so results would be lost without an error",
+}
+
+
+def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
+    """The options; a runner that Beam does not know, or that we refuse, is a ConfigError."""
+    options = PipelineOptions(list(beam_args))
+    runner = options.view_as(StandardOptions).runner
+    if runner is None:
+        return options
+    name = str(runner).rsplit(".", 1)[-1]
+    if name in REFUSED_RUNNERS:
+        raise ConfigError("--runner", runner, f"is not supported: {REFUSED_RUNNERS[name]}")
+    try:
+        create_runner(runner)
+    except (ValueError, ImportError) as error:
+        raise ConfigError("--runner", runner, f"is not a Beam runner here ({error})") from None
+    return options

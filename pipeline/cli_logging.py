@@ -1,0 +1,24 @@
+"""What the CLI logs: warnings and progress by default, this package's INFO with -v."""
+
+from __future__ import annotations
+
+import logging
+
+OURS = ("pipeline", "stages", "connectors", "rag_evidence")
+PROGRESS = "rag_evidence.progress"
+THIRD_PARTY = ("apache_beam", "elastic_transport", "elasticsearch", "bm25s",
+               "sentence_transformers", "transformers", "httpx", "urllib3")
+
+
+def configure_logging(verbose: bool) -> None:
+    """Default: warnings from everyone but Beam (whose own warnings, such as the file sink's
+    "Deleting 1 existing files", are noise here), and the progress line. `-v`: also INFO
+    from this package, and Beam's warnings."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s",
+                        force=True)
+    for name in OURS:
+        logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)
+    logging.getLogger(PROGRESS).setLevel(logging.INFO)
+    for name in THIRD_PARTY:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    logging.getLogger("apache_beam").setLevel(logging.WARNING if verbose else logging.ERROR)

@@ -1,0 +1,70 @@
+"""Anything unexpected raised while handling some queries becomes their dead letters.
+
+One mechanism for every step: Beam's `with_exception_handling`, sending the failed element
+and its exception to one error handler, whose records become dead letters of stage
+`internal` naming the exception. A step that works on a batch fails its whole batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Self
+
+import apache_beam as beam
+from apache_beam.transforms.error_handling import ErrorHandler
+
+from stages import counters
+from stages.models import DeadLetter, EmbeddedQuery, Query
+
+FailedElement = tuple[Any, tuple[Any, str, Any]]
+"""What Beam hands the error handler: (element, (exception type, repr, traceback))."""
+
+
+class HandlesErrors:
+    """Our transforms' side of Beam's convention: `with_error_handler(handler)` (None: errors
+    fail the pipeline, as in unit tests) and `_guarded(step)` for each step inside."""
+
+    _error_handler: ErrorHandler | None = None
+
+    def with_error_handler(self, error_handler: ErrorHandler | None) -> Self:
+        self._error_handler = error_handler
+        return self
+
+    def _guarded(self, step: Any) -> Any:
+        """`step` (a ParDo or Map) sending what it raises to the error handler, if any."""
+        if self._error_handler is None:
+            return step
+        return step.with_exception_handling(error_handler=self._error_handler)
+
+
+def internal_dead_letters(failed: FailedElement) -> Iterator[DeadLetter]:
+    """One dead letter per query in the element that raised."""
+    element, (_, message, _) = failed
+    for query_id, line_number, value in _queries_of(element):
+        counters.count(counters.DEAD_LETTERS)
+        counters.count(counters.INTERNAL_ERRORS)
+        yield DeadLetter(stage="internal", error=f"unexpected error: {message}",
+                         query_id=query_id, line_number=line_number, input=value)
+
+
+def _queries_of(element: Any) -> Iterator[tuple[str | None, int | None, Any]]:
+    if isinstance(element, list):
+        for item in element:
+            yield from _queries_of(item)
+    elif isinstance(element, EmbeddedQuery):
+        yield from _queries_of(element.query)
+    elif isinstance(element, Query):
+        yield element.id, element.line_number, element.model_dump(exclude_none=True)
+    elif isinstance(element, tuple) and len(element) == 2 and isinstance(element[0], int):
+        yield None, element[0], element[1]  # a numbered input line
+    else:
+        yield getattr(element, "query_id", None), None, None
+
+
+class InternalDeadLetters(beam.PTransform[beam.PCollection[FailedElement],
+                                          beam.PCollection[DeadLetter]]):
+    """The error handler's records -> dead letters of stage `internal`."""
+
+    def expand(self, failed: beam.PCollection[FailedElement]) -> beam.PCollection[DeadLetter]:
+        return failed | "ToDeadLetters" >> beam.FlatMap(internal_dead_letters).with_output_types(
+            DeadLetter)
