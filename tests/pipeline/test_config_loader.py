@@ -45,7 +45,7 @@ def test_shipped_local_config_is_valid() -> None:
 
 def test_legacy_top_k_fills_both_absent_widths_and_says_so(
         caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.INFO, logger="pipeline.settings"):
         rag = load_settings(overrides=["rag.top-k=9"]).rag
     assert (rag.retrieve_k, rag.return_n) == (9, 9)
     assert "legacy rag.top-k=9" in caplog.text
