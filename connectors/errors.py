@@ -7,7 +7,6 @@ failed start-up says what to fix without reading the code.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 _URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s'\"]+@")
 
@@ -67,19 +66,11 @@ class EmbedderMismatchError(RagEvidenceError):
 
 
 class KnowledgeSearchError(RagEvidenceError):
-    """A search request failed; `retryable` tells whether trying again may help."""
-
-    retryable = False
-
-    def __init__(self, message: str, *, causes: Sequence[BaseException] = ()) -> None:
-        self.causes = tuple(causes)
-        super().__init__(message)
+    """A search (or a request to the store) failed."""
 
 
 class SearchUnavailableError(KnowledgeSearchError):
     """The search backend could not be reached or kept failing after all retries."""
-
-    retryable = True
 
 
 class SearchRejectedError(KnowledgeSearchError):

@@ -58,7 +58,8 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
                 handler)
         recalled = embedded.queries | "Recall" >> Recall(
             self._port_factory, retrieve_k=rag.retrieve_k,
-            batch_size=self._settings.search.batch_size, mode=mode).with_error_handler(handler)
+            batch_size=self._settings.search.batch_size, mode=mode,
+            max_sub_queries=rag.max_sub_queries).with_error_handler(handler)
         candidates = recalled.hits | "IdentityNormalize" >> IdentityNormalize().with_error_handler(
             handler)
         if mode == "hybrid":

@@ -12,7 +12,7 @@ from connectors.elasticsearch.config import ElasticsearchConfig, RetryPolicy
 from stages.dedup import DedupKey
 from stages.fusion import RrfSettings
 from stages.projection import ProjectionBudget
-from stages.sub_queries import RecallMode
+from stages.sub_queries import DEFAULT_MAX_SUB_QUERIES, RecallMode
 
 _log = logging.getLogger(__name__)
 
@@ -45,6 +45,7 @@ class RagSettings(Section):
     return_n: int = Field(5, ge=1, le=10_000)
     top_k: int | None = Field(None, ge=1, le=10_000)
     max_chunks_per_document: int = Field(2, ge=1)
+    max_sub_queries: int = Field(DEFAULT_MAX_SUB_QUERIES, ge=1, le=1024)
     dedup_key: DedupKey = "evidence-key"
     recall: RecallSettings = RecallSettings()
 
@@ -90,6 +91,7 @@ class ElasticsearchSettings(Section):
     max_backoff: float = Field(_RETRY.max_backoff, ge=0)
     index_options: dict[str, Any] = Field(default_factory=lambda: dict(_ES.index_options))
     bulk_chunk_size: int = Field(_ES.bulk_chunk_size, ge=1)
+    max_searches_per_request: int = Field(_ES.max_searches_per_request, ge=1, le=10_000)
 
     @field_validator("hosts")
     @classmethod

@@ -15,15 +15,21 @@ from stages.dead_letters import DEAD_LETTER, dead_letter
 from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, EmbeddedQuery, QueryHits, RecalledHit
 from stages.owning_dofn import OwningDoFn
-from stages.sub_queries import RecallMode, SubQuery, resolve_sub_queries
+from stages.sub_queries import (
+    DEFAULT_MAX_SUB_QUERIES,
+    RecallMode,
+    SubQuery,
+    resolve_sub_queries,
+)
 
 _log = logging.getLogger(__name__)
 
 
 def recall_batch(queries: Sequence[EmbeddedQuery], port: KnowledgeSearchPort, retrieve_k: int,
-                 mode: RecallMode = "dense") -> list[QueryHits | DeadLetter]:
+                 mode: RecallMode = "dense", max_sub_queries: int = DEFAULT_MAX_SUB_QUERIES
+                 ) -> list[QueryHits | DeadLetter]:
     """Recalls one batch: one port call for every sub-query of every query in it."""
-    resolved = [resolve_sub_queries(q, mode) for q in queries]
+    resolved = [resolve_sub_queries(q, mode, max_sub_queries) for q in queries]
     requests: list[SearchRequest] = []
     owners: list[tuple[int, SubQuery]] = []
     for i, subs in enumerate(resolved):
@@ -64,10 +70,12 @@ class _RecallDoFn(OwningDoFn[KnowledgeSearchPort]):
     """Owns the port from `setup` to `teardown`; a port that cannot be opened dead-letters
     the batch, and is tried again at the next one, so that the job goes on."""
 
-    def __init__(self, port_factory: PortFactory, retrieve_k: int, mode: RecallMode) -> None:
+    def __init__(self, port_factory: PortFactory, retrieve_k: int, mode: RecallMode,
+                 max_sub_queries: int) -> None:
         super().__init__(port_factory)
         self._retrieve_k = retrieve_k
         self._mode = mode
+        self._max_sub_queries = max_sub_queries
 
     def setup(self) -> None:
         self._open_port()
@@ -85,7 +93,8 @@ class _RecallDoFn(OwningDoFn[KnowledgeSearchPort]):
         if isinstance(port, KnowledgeSearchError):
             results = [dead_letter(q.query, "recall", port) for q in batch]
         else:
-            results = recall_batch(batch, port, self._retrieve_k, self._mode)
+            results = recall_batch(batch, port, self._retrieve_k, self._mode,
+                                   self._max_sub_queries)
         for result in results:
             if isinstance(result, DeadLetter):
                 counters.count(counters.DEAD_LETTERS)
@@ -104,9 +113,10 @@ class Recall(HandlesErrors,
     """
 
     def __init__(self, port_factory: PortFactory, *, retrieve_k: int, batch_size: int = 64,
-                 mode: RecallMode = "dense") -> None:
+                 mode: RecallMode = "dense",
+                 max_sub_queries: int = DEFAULT_MAX_SUB_QUERIES) -> None:
         super().__init__()
-        self._fn = _RecallDoFn(port_factory, retrieve_k, mode)
+        self._fn = _RecallDoFn(port_factory, retrieve_k, mode, max_sub_queries)
         self._batch_size = batch_size
 
     def expand(self, queries: beam.PCollection[EmbeddedQuery]) -> beam.pvalue.DoOutputsTuple:

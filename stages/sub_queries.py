@@ -10,6 +10,7 @@ from stages.models import EmbeddedQuery
 
 RecallMode = Literal["dense", "lexical", "hybrid"]
 LEXICAL_REASON = "bm25:text"
+DEFAULT_MAX_SUB_QUERIES = 16
 
 
 @dataclass(frozen=True)
@@ -21,14 +22,20 @@ class SubQuery:
     text: str | None = None
 
 
-def resolve_sub_queries(embedded: EmbeddedQuery, mode: RecallMode
+def resolve_sub_queries(embedded: EmbeddedQuery, mode: RecallMode,
+                        max_sub_queries: int = DEFAULT_MAX_SUB_QUERIES
                         ) -> list[SubQuery] | RagEvidenceError:
     """The sub-queries of one query under `mode`, or the error that stops it.
 
     Dense: each given vector (`knn:vector`, `knn:vectors[i]`), else the embedded text
-    (`knn:text`). Lexical: BM25 on the text (`bm25:text`). Hybrid: both.
+    (`knn:text`). Lexical: BM25 on the text (`bm25:text`). Hybrid: both. A query with more
+    than `max_sub_queries` is refused, so that one query cannot sink its batch.
     """
-    query = embedded.query
+    given = (query := embedded.query).vector is not None
+    count = int(given) + len(query.vectors or ())
+    if count > max_sub_queries:
+        return InvalidInputError("vectors", f"{count} vectors", f"more than rag.max-sub-queries="
+                                 f"{max_sub_queries} sub-queries for one query")
     subs: list[SubQuery] = []
     if mode != "lexical":
         if query.vector is not None:

@@ -5,6 +5,9 @@ Each request takes the next action of its schedule (then `pass` once the schedul
 error body; `breaker` answers 429 with a PERMANENT circuit_breaking_exception; `delay:S` waits
 S seconds then forwards; `drop` closes the connection without answering; `sub429` forwards an
 `_msearch` and turns its first sub-response into a 429 error. It counts every request it sees.
+`by_path={"/_bulk": "drop"}` applies an action to every request whose path holds the key,
+before the schedule. With `slow_when=(marker, seconds)`, every request whose body holds `marker` is delayed (a heavy
+query that times out whenever it is sent).
 """
 
 from __future__ import annotations
@@ -32,9 +35,13 @@ def _error_body(status: int, kind: str = "es_rejected_execution_exception",
 class FaultProxy:
     """`with FaultProxy(upstream, ["503", "pass"]) as proxy: proxy.url ...`"""
 
-    def __init__(self, upstream: str, schedule: Iterable[str] = (), port: int = 0) -> None:
+    def __init__(self, upstream: str, schedule: Iterable[str] = (), port: int = 0,
+                 slow_when: tuple[bytes, float] | None = None,
+                 by_path: dict[str, str] | None = None) -> None:
         self.upstream = urlsplit(upstream)
         self.schedule = list(schedule)
+        self.slow_when = slow_when
+        self.by_path = by_path or {}
         self.requests = 0
         self.paths: list[str] = []
         self.authorizations: list[str | None] = []
@@ -62,6 +69,9 @@ class FaultProxy:
         with self._lock:
             self.requests += 1
             self.paths.append(path)
+            for part, action in self.by_path.items():
+                if part in path:
+                    return action
             return self.schedule.pop(0) if self.schedule else "pass"
 
     def forward(self, method: str, path: str, headers: dict[str, str],
@@ -98,6 +108,8 @@ class FaultProxy:
                     return
                 if action.startswith("delay:"):
                     time.sleep(float(action.split(":", 1)[1]))
+                if proxy.slow_when is not None and proxy.slow_when[0] in body:
+                    time.sleep(proxy.slow_when[1])
                 if action.isdigit():
                     self._answer(int(action), [], _error_body(int(action)))
                     return

@@ -6,14 +6,18 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from elastic_transport import TransportError
-from elasticsearch import ApiError, Elasticsearch, NotFoundError
+from elasticsearch import Elasticsearch, NotFoundError
 
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.credentials import read_credentials
-from connectors.elasticsearch.retry import describe
+from connectors.elasticsearch.retry import call_with_retries
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import DimensionMismatchError, SearchUnavailableError, StoreNotFoundError
+from connectors.errors import (
+    DimensionMismatchError,
+    KnowledgeSearchError,
+    SearchUnavailableError,
+    StoreNotFoundError,
+)
 
 
 def open_client(config: ElasticsearchConfig, environ: Mapping[str, str] | None = None
@@ -33,13 +37,14 @@ def open_client(config: ElasticsearchConfig, environ: Mapping[str, str] | None =
 
 
 def check_reachable(client: Elasticsearch, config: ElasticsearchConfig) -> None:
-    """Raises SearchUnavailableError naming the hosts when the cluster does not answer."""
+    """Raises SearchUnavailableError naming the hosts when the cluster does not answer (after
+    the retry policy's attempts)."""
     try:
-        client.info()
-    except (TransportError, ApiError) as error:
+        call_with_retries(client.info, config.retry, "the info request", config.hosts)
+    except KnowledgeSearchError as error:
         raise SearchUnavailableError(
             f"search.elasticsearch.hosts={list(config.hosts)!r}: cannot reach Elasticsearch "
-            f"({describe(error)})", causes=[error]) from None
+            f"({error})") from None
 
 
 META_KEY = "rag_evidence"
@@ -48,7 +53,9 @@ META_KEY = "rag_evidence"
 def index_mappings(client: Elasticsearch, config: ElasticsearchConfig) -> dict[str, Any] | None:
     """The index's `mappings` object, or None when the index does not exist."""
     try:
-        response = client.indices.get_mapping(index=config.index)
+        response = call_with_retries(lambda: client.indices.get_mapping(index=config.index),
+                                     config.retry, f"the mapping request of {config.index!r}",
+                                     config.hosts)
     except NotFoundError:
         return None
     for index_mapping in response.body.values():

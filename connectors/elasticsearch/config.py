@@ -42,6 +42,7 @@ class ElasticsearchConfig:
     retry: RetryPolicy = RetryPolicy()
     index_options: dict[str, Any] = field(default_factory=lambda: {"type": "int8_hnsw"})
     bulk_chunk_size: int = 500
+    max_searches_per_request: int = 64
 
     def field_path(self, metadata_key: str) -> str:
         """Where a metadata key lives in `_source`."""

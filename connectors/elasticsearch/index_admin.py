@@ -14,6 +14,7 @@ from connectors.elasticsearch.client import (
     vector_mapping,
 )
 from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.elasticsearch.retry import call_with_retries
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import ConfigError, DimensionMismatchError
 
@@ -54,8 +55,9 @@ def ensure_index(client: Elasticsearch, config: ElasticsearchConfig, dimension: 
     check_reachable(client, config)
     mappings = index_mappings(client, config)
     if mappings is None:
-        client.indices.create(index=config.index,
-                              mappings=chunk_mapping(config, dimension, embedder))
+        mappings = chunk_mapping(config, dimension, embedder)
+        call_with_retries(lambda: client.indices.create(index=config.index, mappings=mappings),
+                          config.retry, f"creating index {config.index!r}", config.hosts)
         return True
     existing = vector_mapping(mappings, config)
     recorded = recorded_embedder(mappings)

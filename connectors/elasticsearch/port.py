@@ -7,7 +7,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from elasticsearch import Elasticsearch
+from elastic_transport import ConnectionTimeout, TransportError
+from elasticsearch import ApiError, Elasticsearch
 
 from connectors.elasticsearch.client import check_index, open_client
 from connectors.elasticsearch.config import ElasticsearchConfig
@@ -84,38 +85,55 @@ class ElasticsearchPort:
     def search(self, requests: Sequence[SearchRequest]) -> list[SearchOutcome]:
         outcomes: list[SearchOutcome | None] = [self._invalid(r) for r in requests]
         pending = [i for i, outcome in enumerate(outcomes) if outcome is None]
-        history: dict[int, list[str]] = {i: [] for i in pending}
+        size = self._config.max_searches_per_request
+        for start in range(0, len(pending), size):
+            self._search_group(requests, pending[start:start + size], outcomes)
+        return [o if o is not None else [] for o in outcomes]
+
+    def _search_group(self, requests: Sequence[SearchRequest], group: list[int],
+                      outcomes: list[SearchOutcome | None]) -> None:
+        """One `_msearch` for `group`, retried; when it times out, each half is searched on
+        its own, so that one heavy sub-search fails alone instead of sinking the others."""
+        pending = group
+        history: dict[int, list[str]] = {i: [] for i in group}
         for attempt in range(1, self._config.retry.max_attempts + 1):
             if not pending:
-                break
+                return
             if attempt > 1:
                 self._back_off(attempt - 1)
-            pending = self._attempt(requests, pending, outcomes, history)
+            pending, timed_out = self._attempt(requests, pending, outcomes, history)
+            if timed_out and len(pending) > 1:
+                middle = len(pending) // 2
+                self._search_group(requests, pending[:middle], outcomes)
+                self._search_group(requests, pending[middle:], outcomes)
+                return
         for i in pending:
             self._on_event(ES_FAILURES, 1)
             outcomes[i] = SearchUnavailableError(
                 f"search failed after {self._config.retry.max_attempts} attempts; last error: "
                 f"{history[i][-1]}; earlier: {history[i][:-1]}")
-        return [o if o is not None else [] for o in outcomes]
 
     def close(self) -> None:
         self._client.close()
 
     def _attempt(self, requests: Sequence[SearchRequest], pending: list[int],
-                 outcomes: list[SearchOutcome | None], history: dict[int, list[str]]) -> list[int]:
+                 outcomes: list[SearchOutcome | None], history: dict[int, list[str]]
+                 ) -> tuple[list[int], bool]:
+        """One `_msearch`; returns the sub-searches to retry, and whether the request timed
+        out as a whole."""
         searches: list[dict[str, Any]] = []
         for i in pending:
             searches += [{"index": self._config.index}, self._body(requests[i])]
         self._on_event(ES_REQUESTS, 1)
         try:
             responses = self._client.msearch(searches=searches).body["responses"]
-        except Exception as error:
+        except (TransportError, ApiError) as error:
             for i in pending:
                 history[i].append(describe(error))
             if is_retryable_exception(error):
-                return pending
-            self._fail(pending, outcomes, SearchRejectedError(describe(error), causes=[error]))
-            return []
+                return pending, isinstance(error, ConnectionTimeout)
+            self._fail(pending, outcomes, SearchRejectedError(describe(error)))
+            return [], False
         retry = []
         for i, response in zip(pending, responses, strict=True):
             status = int(response.get("status", 200))
@@ -127,7 +145,7 @@ class ElasticsearchPort:
                 retry.append(i)
             else:
                 self._fail([i], outcomes, SearchRejectedError(describe_body(status, response)))
-        return retry
+        return retry, False
 
     def _fail(self, indexes: list[int], outcomes: list[SearchOutcome | None],
               error: KnowledgeSearchError) -> None:
@@ -144,7 +162,7 @@ class ElasticsearchPort:
     def _invalid(self, request: SearchRequest) -> KnowledgeSearchError | None:
         if request.vector is not None and len(request.vector) != self._dimension:
             mismatch = DimensionMismatchError("vector", len(request.vector), self._dimension)
-            return SearchRejectedError(str(mismatch), causes=[mismatch])
+            return SearchRejectedError(str(mismatch))
         undeclared = sorted(set(request.filters) - set(self._config.filter_fields))
         if undeclared:
             return SearchRejectedError(

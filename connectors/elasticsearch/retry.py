@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import random
-from typing import Any
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from elastic_transport import ConnectionError as TransportConnectionError
-from elastic_transport import ConnectionTimeout
-from elasticsearch import ApiError
+from elastic_transport import ConnectionTimeout, TlsError, TransportError
+from elasticsearch import ApiError, NotFoundError
 
 from connectors.elasticsearch.config import RetryPolicy
+from connectors.elasticsearch.events import ES_BACKOFF_MS, ES_REQUESTS, ES_RETRIES
+from connectors.errors import SearchRejectedError, SearchUnavailableError, redact
+
+T = TypeVar("T")
+EventHook = Callable[[str, int], None]
+"""Told of each of `events.EVENTS` as it happens, with an amount."""
+
+
+def _ignore(_: str, __: int) -> None:
+    return None
 
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 
@@ -36,11 +48,58 @@ def backoff_seconds(policy: RetryPolicy, attempt: int, rng: random.Random) -> fl
     return rng.uniform(0, ceiling)
 
 
+def call_with_retries(call: Callable[[], T], policy: RetryPolicy, what: str,
+                      hosts: Sequence[str], *, on_event: EventHook = _ignore,
+                      sleep: Callable[[float], None] = time.sleep,
+                      rng: random.Random | None = None) -> T:
+    """Makes one request under the retry policy (the one every request kind shares).
+
+    A 404 is raised as it is (callers ask "does it exist?"). Raises SearchRejectedError for
+    an error that retrying cannot mend, and SearchUnavailableError naming `what`, the hosts
+    and every error once the attempts are spent.
+    """
+    rng = rng or random.Random()
+    errors: list[str] = []
+    for attempt in range(1, policy.max_attempts + 1):
+        if attempt > 1:
+            seconds = backoff_seconds(policy, attempt - 1, rng)
+            on_event(ES_RETRIES, 1)
+            on_event(ES_BACKOFF_MS, int(seconds * 1000))
+            sleep(seconds)
+        on_event(ES_REQUESTS, 1)
+        try:
+            return call()
+        except NotFoundError:
+            raise
+        except (TransportError, ApiError) as error:
+            errors.append(describe(error))
+            if not is_retryable_exception(error):
+                raise SearchRejectedError(redact(f"{what} on {list(hosts)}: {errors[-1]}")
+                                          ) from None
+    raise SearchUnavailableError(redact(
+        f"{what} on {list(hosts)} failed after {policy.max_attempts} attempts; last error: "
+        f"{errors[-1]}; earlier: {errors[:-1]}"))
+
+
 def describe(error: BaseException) -> str:
-    """A short, secret-free description of a client error."""
+    """A short, secret-free description of a client error; TLS errors say which kind."""
     if isinstance(error, ApiError):
         return f"HTTP {error.meta.status} {_error_type(error.body) or error.message}"
-    return f"{type(error).__name__}: {error}"
+    if isinstance(error, TlsError):
+        return f"TLS error: {_tls_kind(str(error))}"
+    return redact(f"{type(error).__name__}: {error}")
+
+
+def _tls_kind(message: str) -> str:
+    if "CERTIFICATE_VERIFY_FAILED" in message or "certificate verify failed" in message:
+        return ("the server's certificate is not trusted (set search.elasticsearch.ca-certs to "
+                "the CA that signed it)")
+    if "WRONG_VERSION_NUMBER" in message or "wrong version number" in message:
+        return "protocol mismatch (is the host https:// while the server speaks http, or the "\
+               "other way round?)"
+    if "hostname" in message.lower():
+        return "the certificate is not for this host name"
+    return "handshake failed"
 
 
 def describe_body(status: int, body: Any) -> str:

@@ -14,6 +14,7 @@ from connectors.elasticsearch.bulk_writer import write_chunks, write_documents
 from connectors.elasticsearch.client import open_client
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.index_admin import ensure_index
+from connectors.elasticsearch.retry import call_with_retries
 from connectors.embedder_port import EmbedderInfo
 
 
@@ -47,7 +48,9 @@ class ElasticsearchWriter:
         return write_documents(self._client, self._config, index, documents)
 
     def refresh(self, index: str | None = None) -> None:
-        self._client.indices.refresh(index=index or self._config.index)
+        target = index or self._config.index
+        call_with_retries(lambda: self._client.indices.refresh(index=target), self._config.retry,
+                          f"refreshing index {target!r}", self._config.hosts)
 
     def close(self) -> None:
         self._client.close()

@@ -158,3 +158,30 @@ def test_bad_chunk_lines_are_reported_by_line_and_the_rest_indexed(
     assert es_client.count(index=es_index)["count"] == 1
     (failure,) = _read(failures)
     assert failure["id"].endswith("chunks.jsonl:2") and "vector" in failure["error"]
+
+
+def test_results_the_sink_cannot_write_become_write_dead_letters(
+        indexed: tuple[list[str], Path], tmp_path: Path, es_url: str, es_index: str) -> None:
+    settings, _ = indexed
+    with FaultProxy(es_url, by_path={"/_bulk": "drop"}) as proxy:
+        proxied = [*settings, "--set", f"search.elasticsearch.hosts=[{proxy.url}]",
+                   "--set", "search.elasticsearch.max-attempts=2"]
+        code, _, dead = _run(tmp_path, proxied, out=f"es://{es_index}-evidence")
+    assert code == 0
+    written = [d for d in dead if d["stage"] == "write"]
+    assert sorted(d["query_id"] for d in written) == sorted(f"q{i}" for i in range(len(QUESTIONS)))
+    assert all("127.0.0.1" in d["error"] for d in written)
+
+
+def test_an_index_whose_bulk_writes_keep_failing_lists_every_chunk_and_exits_1(
+        es_url: str, es_index: str, tmp_path: Path) -> None:
+    docs = _docs(tmp_path)
+    failures = tmp_path / "failures.jsonl"
+    with FaultProxy(es_url, by_path={"/_bulk": "503"}) as proxy:
+        code = main(["index", "--docs", str(docs), "--failures", str(failures),
+                     *_es_settings(proxy.url, es_index),
+                     "--set", "search.elasticsearch.max-attempts=2"])
+    assert code == 1
+    failed = _read(failures)
+    assert len({f["id"] for f in failed}) == len(failed) == 10
+    assert all("HTTP 503" in f["error"] for f in failed)

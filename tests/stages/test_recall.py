@@ -130,3 +130,12 @@ def test_a_port_that_cannot_be_opened_dead_letters_queries_and_the_job_goes_on(
         assert_that(outputs.dead_letter | beam.Map(lambda d: (d.query_id, "no embedded store"
                                                               in d.error)),
                     equal_to([("q0", True), ("q1", True), ("q2", True)]))
+
+
+def test_a_query_with_more_sub_queries_than_allowed_is_a_dead_letter(
+        store: EmbeddedStore) -> None:
+    many = EmbeddedQuery(query=Query(id="many", vectors=((1.0,) * DIM,) * 5))
+    few = EmbeddedQuery(query=Query(id="few", vectors=((1.0,) * DIM,) * 2))
+    dead, ok = recall_batch([many, few], store, 2, max_sub_queries=4)
+    assert isinstance(dead, DeadLetter) and "rag.max-sub-queries=4" in dead.error
+    assert isinstance(ok, QueryHits) and len(ok.hits) == 4

@@ -59,7 +59,10 @@ def test_transient_faults_are_retried_then_answered(es_url: str, loaded_index: s
         outcomes = port.search(REQUESTS)
         port.close()
     assert _answered(outcomes) == EXPECTED
-    assert events["es_requests"] == 2 and events["es_retries"] == 1
+    if fault.startswith("delay"):  # a timed-out batch is searched again in halves
+        assert events["es_requests"] == 3 and events["es_retries"] == 0
+    else:
+        assert events["es_requests"] == 2 and events["es_retries"] == 1
     assert events["es_failures"] == 0
 
 
@@ -117,3 +120,86 @@ def test_credentials_from_the_environment_go_on_the_wire(es_url: str,
         port.search(REQUESTS[:1])
         port.close()
     assert proxy.authorizations and set(proxy.authorizations) == {"ApiKey c2VjcmV0"}
+
+
+def _config(url: str, index: str, attempts: int = 3, timeout: float = 10.0
+            ) -> ElasticsearchConfig:
+    return ElasticsearchConfig(hosts=(url,), index=index, request_timeout=timeout,
+                               index_options={"type": "flat"},
+                               retry=RetryPolicy(attempts, initial_backoff=0.01,
+                                                 max_backoff=0.05))
+
+
+@pytest.mark.parametrize("fault", ["429", "503", "504", "drop"])
+def test_a_transient_fault_on_the_mapping_request_is_retried(es_url: str, loaded_index: str,
+                                                              fault: str) -> None:
+    with FaultProxy(es_url, ["pass", fault]) as proxy:
+        port = ElasticsearchPort.open(_config(proxy.url, loaded_index))
+        assert port.dimension == DIM
+        port.close()
+        assert proxy.paths[1].endswith("/_mapping") and proxy.paths[2].endswith("/_mapping")
+
+
+@pytest.mark.parametrize(("fault", "error", "message"), [
+    ("503", SearchUnavailableError, "failed after 3 attempts"),
+    ("drop", SearchUnavailableError, "failed after 3 attempts"),
+    ("401", SearchRejectedError, "HTTP 401"),
+])
+def test_a_lasting_fault_on_the_mapping_request_is_one_clear_error_naming_the_host(
+        es_url: str, loaded_index: str, fault: str, error: type[Exception],
+        message: str) -> None:
+    with FaultProxy(es_url, ["pass"] + [fault] * 5) as proxy, \
+            pytest.raises(error, match=message) as raised:
+        ElasticsearchPort.open(_config(proxy.url, loaded_index))
+    assert "mapping request" in str(raised.value) and "127.0.0.1" in str(raised.value)
+
+
+@pytest.mark.parametrize("fault", ["503", "drop", "429"])
+def test_a_transient_fault_on_a_bulk_request_is_retried_and_everything_is_written(
+        es_url: str, es_client: Elasticsearch, es_index: str, fault: str) -> None:
+    with FaultProxy(es_url, [fault]) as proxy:
+        config = _config(proxy.url, es_index)
+        ensure_index(es_client, _config(es_url, es_index), DIM)
+        client = open_client(config, environ={})
+        report = write_chunks(client, config, chunk_records(VECTORS), refresh=True)
+        client.close()
+    assert (report.indexed, report.failures) == (len(VECTORS), [])
+    assert es_client.count(index=es_index)["count"] == len(VECTORS)
+
+
+def test_a_lasting_bulk_failure_is_reported_per_chunk_never_raised(
+        es_url: str, es_client: Elasticsearch, es_index: str) -> None:
+    ensure_index(es_client, _config(es_url, es_index), DIM)
+    with FaultProxy(es_url, ["drop"] * 10) as proxy:
+        config = _config(proxy.url, es_index)
+        client = open_client(config, environ={})
+        report = write_chunks(client, config, chunk_records(VECTORS[:4]))
+        client.close()
+    assert report.indexed == 0
+    assert [doc_id for doc_id, _ in report.failures] == [f"doc{i}#chunk-0" for i in range(4)]
+    assert all("127.0.0.1" in reason for _, reason in report.failures)
+
+
+def test_a_heavy_sub_search_that_times_out_fails_alone(es_url: str, loaded_index: str) -> None:
+    heavy = SearchRequest(text="heavyheavy", k=2)
+    requests = [*REQUESTS, heavy]
+    events: Counter[str] = Counter()
+    with FaultProxy(es_url, slow_when=(b"heavyheavy", 1.5)) as proxy:
+        port = _port(proxy, loaded_index, events, attempts=2, timeout=0.5)
+        outcomes = port.search(requests)
+        port.close()
+    assert _answered(outcomes[:3]) == EXPECTED
+    assert isinstance(outcomes[3], SearchUnavailableError)
+    assert events["es_failures"] == 1
+
+
+def test_msearch_requests_hold_at_most_the_configured_number_of_sub_searches(
+        es_url: str, loaded_index: str) -> None:
+    with FaultProxy(es_url) as proxy:
+        config = ElasticsearchConfig(hosts=(proxy.url,), index=loaded_index,
+                                     max_searches_per_request=2)
+        port = ElasticsearchPort(open_client(config, environ={}), config, DIM)
+        outcomes = port.search(REQUESTS * 2)
+        port.close()
+        assert _answered(outcomes) == EXPECTED * 2
+        assert [p.split("?")[0] for p in proxy.paths].count("/_msearch") == 3
