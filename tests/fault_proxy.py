@@ -6,8 +6,8 @@ error body; `breaker` answers 429 with a PERMANENT circuit_breaking_exception; `
 S seconds then forwards; `drop` closes the connection without answering; `sub429` forwards an
 `_msearch` and turns its first sub-response into a 429 error. It counts every request it sees.
 `by_path={"/_bulk": "drop"}` applies an action to every request whose path holds the key,
-before the schedule. With `slow_when=(marker, seconds)`, every request whose body holds `marker` is delayed (a heavy
-query that times out whenever it is sent).
+before the schedule. With `slow_when=(marker, seconds)`, every request whose body holds
+`marker` is delayed (a heavy query that times out whenever it is sent).
 """
 
 from __future__ import annotations
