@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import difflib
+import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from connectors.errors import ConfigError
+from pipeline.config_errors import Provenance, config_error, leaf_paths
 from pipeline.settings import Settings
 
 ENV_PREFIX = "RAG_EVIDENCE__"
+_log = logging.getLogger(__name__)
 
 
 def load_settings(config_path: str | Path | None = None,
@@ -22,16 +24,26 @@ def load_settings(config_path: str | Path | None = None,
     """Merges the layers in precedence order and validates the result once.
 
     Raises:
-        ConfigError: a file that is not a YAML mapping, a malformed override, an unknown key
-            (with the nearest valid key suggested), or a value out of range.
+        ConfigError: a file that is not a YAML mapping, a malformed override, or every invalid
+            value at once, each naming where it came from (an unknown key suggests the
+            nearest valid one).
     """
     merged: dict[str, Any] = {}
-    for layer in (_file_layer(config_path), _env_layer(environ or {}), _cli_layer(overrides)):
+    provenance: Provenance = {}
+    layers = [(_file_layer(config_path), f"file {config_path}"),
+              *_env_layers(environ or {}), *_cli_layers(overrides)]
+    for layer, source in layers:
         _deep_merge(merged, layer)
+        provenance.update(dict.fromkeys(leaf_paths(layer), source))
     try:
-        return Settings.model_validate(merged)
+        settings = Settings.model_validate(merged)
     except ValidationError as error:
-        raise _config_error(error, merged) from None
+        raise config_error(error, Settings, provenance) from None
+    if settings.rag.retrieve_k < settings.rag.return_n:
+        _log.warning("rag.retrieve-k=%d is below rag.return-n=%d: at most %d blocks per "
+                     "sub-query can be returned", settings.rag.retrieve_k,
+                     settings.rag.return_n, settings.rag.retrieve_k)
+    return settings
 
 
 def _file_layer(path: str | Path | None) -> dict[str, Any]:
@@ -50,23 +62,28 @@ def _file_layer(path: str | Path | None) -> dict[str, Any]:
     return data
 
 
-def _env_layer(environ: Mapping[str, str]) -> dict[str, Any]:
-    layer: dict[str, Any] = {}
-    for name, value in environ.items():
+def _env_layers(environ: Mapping[str, str]) -> list[tuple[dict[str, Any], str]]:
+    """One layer per `RAG_EVIDENCE__...` variable, named after it."""
+    layers = []
+    for name, value in sorted(environ.items()):
         if name.startswith(ENV_PREFIX):
+            layer: dict[str, Any] = {}
             parts = [p.lower().replace("_", "-") for p in name[len(ENV_PREFIX):].split("__")]
             _set_path(layer, parts, _scalar(value))
-    return layer
+            layers.append((layer, f"environment {name}"))
+    return layers
 
 
-def _cli_layer(overrides: Iterable[str]) -> dict[str, Any]:
-    layer: dict[str, Any] = {}
+def _cli_layers(overrides: Iterable[str]) -> list[tuple[dict[str, Any], str]]:
+    layers = []
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ConfigError("--set", item, "must look like key.path=value")
+        layer: dict[str, Any] = {}
         _set_path(layer, key.strip().split("."), _scalar(value))
-    return layer
+        layers.append((layer, "--set"))
+    return layers
 
 
 def _scalar(text: str) -> Any:
@@ -85,34 +102,13 @@ def _set_path(target: dict[str, Any], parts: list[str], value: Any) -> None:
     target[parts[-1]] = value
 
 
-def _deep_merge(base: dict[str, Any], layer: Mapping[str, Any]) -> None:
+def _deep_merge(base: dict[str, Any], layer: Mapping[str, Any], at: str = "") -> None:
     for key, value in layer.items():
+        path = f"{at}{key}"
         if isinstance(value, dict) and isinstance(base.get(key), dict):
-            _deep_merge(base[key], value)
+            _deep_merge(base[key], value, f"{path}.")
+        elif isinstance(value, dict) and value and key in base:
+            raise ConfigError(path, base[key], f"is a value, so {path}.{next(iter(value))} "
+                              "cannot be set under it")
         else:
             base[key] = value
-
-
-def _config_error(error: ValidationError, merged: Mapping[str, Any]) -> ConfigError:
-    first = error.errors()[0]
-    loc = [str(p) for p in first["loc"]]
-    key = ".".join(loc)
-    value = first.get("input")
-    if first["type"] == "extra_forbidden":
-        hint = _nearest_key(loc)
-        reason = f"unknown key; did you mean {hint!r}?" if hint else "unknown key"
-        return ConfigError(key, value, reason)
-    return ConfigError(key, value, first["msg"])
-
-
-def _nearest_key(loc: list[str]) -> str | None:
-    model: type[BaseModel] = Settings
-    for part in loc[:-1]:
-        fields = {f.alias or n: f for n, f in model.model_fields.items()}
-        annotation = fields[part].annotation if part in fields else None
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            return None
-        model = annotation
-    names = [f.alias or n for n, f in model.model_fields.items()]
-    match = difflib.get_close_matches(loc[-1], names, n=1, cutoff=0.4)
-    return ".".join([*loc[:-1], match[0]]) if match else None

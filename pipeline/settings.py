@@ -6,7 +6,15 @@ import logging
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from connectors.elasticsearch.config import ElasticsearchConfig, RetryPolicy
 from stages.dedup import DedupKey
@@ -17,15 +25,27 @@ from stages.sub_queries import DEFAULT_MAX_SUB_QUERIES, RecallMode
 _log = logging.getLogger(__name__)
 
 
+_NUMBERS = (int, float, int | None, float | None)
+
+
 def _kebab(name: str) -> str:
     return name.replace("_", "-")
 
 
 class Section(BaseModel):
-    """A settings section: frozen, kebab-case keys only, unknown keys rejected."""
+    """A settings section: frozen, kebab-case keys only, unknown keys rejected, and `true` is
+    never a number."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=_kebab,
                               populate_by_name=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _booleans_are_not_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        annotation = cls.model_fields[info.field_name or ""].annotation
+        if isinstance(value, bool) and annotation in _NUMBERS:
+            raise ValueError("must be a number, not true or false")
+        return value
 
 
 class RecallSettings(Section):
@@ -52,8 +72,9 @@ class RagSettings(Section):
     @model_validator(mode="before")
     @classmethod
     def _legacy_top_k_fills_absent_widths(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or data.get("top-k") is None:
-            return data
+        top_k = data.get("top-k") if isinstance(data, dict) else None
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+            return data  # nothing to fill, or a bad top-k that its own field reports
         filled = [k for k in ("retrieve-k", "return-n") if k not in data]
         if filled:
             _log.info("legacy rag.top-k=%s used for %s", data["top-k"], " and ".join(filled))

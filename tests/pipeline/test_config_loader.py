@@ -99,3 +99,33 @@ def test_shipped_elasticsearch_config_is_valid_and_holds_no_secret() -> None:
 def test_null_metadata_field_selects_the_top_level_layout() -> None:
     settings = load_settings(overrides=["search.elasticsearch.metadata-field=null"])
     assert settings.search.elasticsearch.adapter_config().field_path("docId") == "docId"
+
+
+def test_every_error_is_reported_at_once_naming_where_each_value_came_from(
+        config_file: Path) -> None:
+    config_file.write_text("rag:\n  retrieve-k: 0\nsearch:\n  batch-size: true\n")
+    env = {"RAG_EVIDENCE__PROJECTION__MAX_ITEMS": "none-of-these"}
+    with pytest.raises(ConfigError) as raised:
+        load_settings(config_file, env, ["rag.return-n=-1"])
+    message = str(raised.value)
+    assert f"rag.retrieve-k=0 (from file {config_file}): must be at least 1" in message
+    assert "search.batch-size=True (from file" in message and "not true or false" in message
+    assert ("projection.max-items='none-of-these' (from environment "
+            "RAG_EVIDENCE__PROJECTION__MAX_ITEMS): must be a whole number") in message
+    assert "rag.return-n=-1 (from --set): must be at least 1" in message
+
+
+def test_a_bad_legacy_top_k_is_reported_as_top_k() -> None:
+    with pytest.raises(ConfigError, match=r"rag.top-k=0 \(from --set\): must be at least 1"):
+        load_settings(overrides=["rag.top-k=0"])
+
+
+def test_a_section_given_a_value_says_so_in_plain_words() -> None:
+    with pytest.raises(ConfigError, match=r"rag=5 \(from --set\): must be a section"):
+        load_settings(overrides=["rag=5"])
+
+
+def test_a_retrieve_k_below_return_n_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="pipeline.config_loader"):
+        load_settings(overrides=["rag.retrieve-k=3", "rag.return-n=5"])
+    assert "rag.retrieve-k=3 is below rag.return-n=5" in caplog.text
