@@ -12,9 +12,10 @@ from apache_beam import pvalue
 
 from connectors.chunk_writer_port import ChunkTarget
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo
+from connectors.errors import InvalidInputError
 from pipeline.backends import chunk_target_for, embedder_factory_for, embedder_tag
 from pipeline.beam_options import pipeline_options
-from pipeline.ingest.sources import chunks_of, document_paths, first_dimension
+from pipeline.ingest.sources import chunks_of, document_paths, first_dimension, parse_chunk_line
 from pipeline.ingest.transforms import (
     FAILED,
     EmbedChunks,
@@ -69,11 +70,29 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
         result.wait_until_finish()
         totals = counter_totals(result)
         target.commit()
+    except InvalidInputError as error:
+        target.abort()
+        if chunks is not None and error.field == "id":
+            raise InvalidInputError("id", error.value, "appears twice, at " + ", ".join(
+                _lines_with_id(chunks, str(error.value)))) from None
+        raise
     except BaseException:
         target.abort()
         raise
     return IndexSummary(totals.get(counters.CHUNKS_INDEXED, 0),
                         totals.get(counters.CHUNK_INDEX_FAILURES, 0), created, embedder)
+
+
+def _lines_with_id(chunks: str, record_id: str) -> list[str]:
+    """`file:line` of each chunk line whose id is `record_id` (to explain a duplicate)."""
+    found = []
+    for number, line in read_numbered_lines(chunks):
+        try:
+            if parse_chunk_line(chunks, number, line).id == record_id:
+                found.append(f"{chunks}:{number}")
+        except InvalidInputError:
+            continue
+    return found
 
 
 def _document_records(pipeline: beam.Pipeline, settings: Settings, root: str, paths: list[str],

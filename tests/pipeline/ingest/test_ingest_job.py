@@ -58,7 +58,8 @@ def test_a_failed_index_leaves_the_old_store_working(tmp_path: Path) -> None:
     chunks = tmp_path / "dupes.jsonl"
     record = chunk_records(unit_vectors(1, dim=32))[0].model_dump_json()
     chunks.write_text(f"{record}\n{record}\n")
-    with pytest.raises(InvalidInputError, match="doc0#chunk-0.*appears twice"):
+    with pytest.raises(InvalidInputError, match=rf"doc0#chunk-0.*appears twice, at {chunks}:1, "
+                                                rf"{chunks}:2"):
         run_index(_settings(store), chunks=str(chunks))
     reopened = EmbeddedStore.open(store)
     assert len(reopened) == 1
