@@ -53,16 +53,23 @@ def test_4_a_vector_that_is_zero_in_float32_is_a_dead_letter(vector: str) -> Non
     assert "zero in float32" in _dead(f'{{"id": "q", "vector": {vector}}}').error
 
 
-def test_4_a_chunk_vector_outside_float32_fails_with_its_line(tmp_path: Path) -> None:
+def _index_failure(tmp_path: Path, bad_line: bytes) -> dict:
+    """Indexes a good chunk line and `bad_line`; returns the one failure, checking exit 1."""
     chunks = tmp_path / "chunks.jsonl"
-    good = chunk_records(unit_vectors(1, dim=2))[0].model_dump_json()
-    chunks.write_text(good + '\n{"id": "x", "vector": [1e39, 1.0], "content": ""}\n')
+    good = chunk_records(unit_vectors(1, dim=2))[0].model_dump_json().encode()
+    chunks.write_bytes(good + b"\n" + bad_line + b"\n")
     failures = tmp_path / "failures.jsonl"
     code = main(["index", "--chunks", str(chunks), "--failures", str(failures),
                  "--set", f"search.embedded.path={tmp_path / 'store'}"])
     assert code == 1
     (failure,) = [json.loads(line) for line in failures.read_text().splitlines()]
-    assert failure["id"] == f"{chunks}:2" and "float32" in failure["error"]
+    assert failure["id"] == f"{chunks}:2"
+    return failure
+
+
+def test_4_a_chunk_vector_outside_float32_fails_with_its_line(tmp_path: Path) -> None:
+    failure = _index_failure(tmp_path, b'{"id": "x", "vector": [1e39, 1.0], "content": ""}')
+    assert "float32" in failure["error"]
 
 
 @pytest.mark.parametrize("value", ["1" * 5000, 2**70, -1, "9" * 20])
@@ -76,15 +83,8 @@ def test_5_a_huge_doc_id_number_is_no_doc_id() -> None:
 
 
 def test_6_invalid_utf8_in_a_chunk_file_fails_with_file_and_line(tmp_path: Path) -> None:
-    chunks = tmp_path / "chunks.jsonl"
-    good = chunk_records(unit_vectors(1, dim=2))[0].model_dump_json().encode()
-    chunks.write_bytes(good + b'\n{"id": "b\xff", "vector": [1.0, 0.0], "content": ""}\n')
-    failures = tmp_path / "failures.jsonl"
-    code = main(["index", "--chunks", str(chunks), "--failures", str(failures),
-                 "--set", f"search.embedded.path={tmp_path / 'store'}"])
-    assert code == 1
-    (failure,) = [json.loads(line) for line in failures.read_text().splitlines()]
-    assert failure["id"] == f"{chunks}:2" and "not valid UTF-8" in failure["error"]
+    failure = _index_failure(tmp_path, b'{"id": "b\xff", "vector": [1.0, 0.0], "content": ""}')
+    assert "not valid UTF-8" in failure["error"]
 
 
 def test_a_utf8_byte_order_mark_is_accepted_and_bad_utf8_is_a_dead_letter(
