@@ -61,7 +61,7 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
             records = _document_records(pipeline, settings, str(Path(docs)), paths,
                                         SharedEmbedder(embedder_factory, embedder_tag(settings)))
         else:
-            records = _chunk_file_records(pipeline, str(chunks))
+            records = _chunk_file_records(pipeline, str(chunks), dimension)
         written = records.records | "Write" >> WriteChunks(
             target, settings.search.elasticsearch.bulk_chunk_size)
         if failures_path:
@@ -106,12 +106,14 @@ def _document_records(pipeline: beam.Pipeline, settings: Settings, root: str, pa
             | "Embed" >> beam.ParDo(EmbedChunks(embedder)).with_outputs(FAILED, main="records"))
 
 
-def _chunk_file_records(pipeline: beam.Pipeline, path: str) -> pvalue.DoOutputsTuple:
-    """Chunk-record lines -> parsed records."""
+def _chunk_file_records(pipeline: beam.Pipeline, path: str, dimension: int
+                        ) -> pvalue.DoOutputsTuple:
+    """Chunk-record lines -> parsed records of `dimension`."""
     return (pipeline
             | "ChunkFile" >> beam.Create([path])
             | "Lines" >> beam.FlatMap(read_numbered_lines)
-            | "Parse" >> beam.ParDo(ParseChunkLines(path)).with_outputs(FAILED, main="records"))
+            | "Parse" >> beam.ParDo(ParseChunkLines(path, dimension)).with_outputs(
+                FAILED, main="records"))
 
 
 def _write_failures(failures: tuple[beam.PCollection[Failure], ...], path: str) -> None:

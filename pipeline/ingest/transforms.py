@@ -10,7 +10,7 @@ from apache_beam import pvalue
 
 from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import ChunkTarget, ChunkWriter
-from connectors.errors import InvalidInputError, RagEvidenceError
+from connectors.errors import DimensionMismatchError, InvalidInputError, RagEvidenceError
 from pipeline.ingest.sources import DocumentChunk, parse_chunk_line
 from pipeline.query_lines import NumberedLine
 from stages import counters
@@ -31,16 +31,26 @@ def _failed(where: str, reason: str) -> pvalue.TaggedOutput:
 
 
 class ParseChunkLines(beam.DoFn):
-    """(line number, text) -> ChunkRecord, or a failure naming `file:line`."""
+    """(line number, text) -> ChunkRecord, or a failure naming `file:line`: a line that is no
+    chunk record, or whose vector is not of the store's `dimension`."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, dimension: int) -> None:
         self._path = path
+        self._dimension = dimension
 
     def process(self, line: NumberedLine) -> Iterator[ChunkRecord | pvalue.TaggedOutput]:
+        where = f"{self._path}:{line[0]}"
         try:
-            yield parse_chunk_line(self._path, *line)
+            record = parse_chunk_line(self._path, *line)
         except InvalidInputError as error:
-            yield _failed(f"{self._path}:{line[0]}", str(error))
+            yield _failed(where, str(error))
+            return
+        if len(record.vector) != self._dimension:
+            mismatch = DimensionMismatchError(f"vector of {record.id!r}", len(record.vector),
+                                              self._dimension)
+            yield _failed(where, str(mismatch))
+            return
+        yield record
 
 
 class EmbedChunks(beam.DoFn):

@@ -185,3 +185,21 @@ def test_an_index_whose_bulk_writes_keep_failing_lists_every_chunk_and_exits_1(
     failed = _read(failures)
     assert len({f["id"] for f in failed}) == len(failed) == 10
     assert all("HTTP 503" in f["error"] for f in failed)
+
+
+@pytest.mark.parametrize("fault", ["503", "drop", "401"])
+def test_a_lasting_fault_on_the_start_up_mapping_request_is_one_line_not_a_traceback(
+        indexed: tuple[list[str], Path], tmp_path: Path, es_url: str, fault: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    settings, _ = indexed
+    with FaultProxy(es_url, by_path={"/_mapping": fault}) as proxy:
+        proxied = [*settings, "--set", f"search.elasticsearch.hosts=[{proxy.url}]",
+                   "--set", "search.elasticsearch.max-attempts=2"]
+        queries = tmp_path / "q.jsonl"
+        queries.write_text('{"id": "q", "text": "parse json"}\n')
+        code = main(["run", "--queries", str(queries), "--out", str(tmp_path / "o.jsonl"),
+                     *proxied])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    (line,) = [x for x in err.splitlines() if x.startswith("rag-evidence: error:")]
+    assert "mapping request" in line and proxy.url in line

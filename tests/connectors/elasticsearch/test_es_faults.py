@@ -131,13 +131,14 @@ def _config(url: str, index: str, attempts: int = 3, timeout: float = 10.0
 
 
 @pytest.mark.parametrize("fault", ["429", "503", "504", "drop"])
-def test_a_transient_fault_on_the_mapping_request_is_retried(es_url: str, loaded_index: str,
-                                                              fault: str) -> None:
-    with FaultProxy(es_url, ["pass", fault]) as proxy:
+@pytest.mark.parametrize(("position", "path"), [(0, "/"), (1, "/_mapping")])
+def test_a_transient_fault_on_the_info_or_mapping_request_is_retried(
+        es_url: str, loaded_index: str, fault: str, position: int, path: str) -> None:
+    with FaultProxy(es_url, ["pass"] * position + [fault]) as proxy:
         port = ElasticsearchPort.open(_config(proxy.url, loaded_index))
         assert port.dimension == DIM
         port.close()
-        assert proxy.paths[1].endswith("/_mapping") and proxy.paths[2].endswith("/_mapping")
+        assert proxy.paths[position].endswith(path) and proxy.paths[position + 1].endswith(path)
 
 
 @pytest.mark.parametrize(("fault", "error", "message"), [

@@ -100,4 +100,5 @@ def test_a_chunk_of_another_dimension_fails_alone_naming_both_sizes(tmp_path: Pa
                         failures_path=str(failures))
     assert (summary.indexed, summary.failed) == (2, 1)
     (failure,) = [json.loads(x) for x in failures.read_text().splitlines()]
-    assert failure["id"] == "odd#chunk-0" and "3 dimensions" in failure["error"]
+    assert failure["id"] == f"{chunks}:3"
+    assert "vector of 'odd#chunk-0' has 3 dimensions but the store expects 4" in failure["error"]
