@@ -7,6 +7,7 @@ failed start-up says what to fix without reading the code.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 _URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s'\"]+@")
 
@@ -31,6 +32,15 @@ class ConfigError(RagEvidenceError):
         self.key = key
         self.value = value
         super().__init__(f"config {key}={value!r}: {reason}")
+
+    @classmethod
+    def listing(cls, key: str, value: object, lines: Sequence[str]) -> ConfigError:
+        """One error for several invalid settings, each line `key=value (from ...): reason`."""
+        error = cls(key, value, "")
+        text = lines[0] if len(lines) == 1 else f"{len(lines)} invalid settings: " + "; ".join(
+            lines)
+        RagEvidenceError.__init__(error, f"config {text}")
+        return error
 
 
 class InvalidInputError(RagEvidenceError):

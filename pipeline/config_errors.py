@@ -21,9 +21,7 @@ def config_error(error: ValidationError, model: type[BaseModel],
     lines = [_line(item, model, provenance) for item in error.errors()]
     first = error.errors()[0]
     key = ".".join(str(p) for p in first["loc"]) or "settings"
-    reason = lines[0] if len(lines) == 1 else "; ".join(lines)
-    return ConfigError(key, first.get("input"), reason) if len(lines) == 1 else ConfigError(
-        "settings", f"{len(lines)} errors", reason)
+    return ConfigError.listing(key, first.get("input"), lines)
 
 
 def _line(item: ErrorDetails, model: type[BaseModel], provenance: Provenance) -> str:
