@@ -1,7 +1,8 @@
 """The limits every input parser enforces (query lines, chunk lines), in one place.
 
 A line past a limit is an error naming the limit, never a crash: JSON nested deeper than
-`MAX_NESTING`, a number of more than `MAX_NUMBER_DIGITS` digits, a line longer than
+`MAX_NESTING`, a whole number of more than `MAX_NUMBER_DIGITS` digits (a longer decimal is read
+as a float, and then must be within float32), a line longer than
 `MAX_LINE_CHARS`, a vector longer than `MAX_VECTOR_LENGTH`, a component outside float32, text
 that is not valid Unicode (a lone surrogate, or a byte that is not UTF-8).
 """
@@ -9,7 +10,6 @@ that is not valid Unicode (a lone surrogate, or a byte that is not UTF-8).
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -33,10 +33,11 @@ def loads(text: str) -> Any:
     if len(text) > MAX_LINE_CHARS:
         raise ValueError(f"line has {len(text)} characters; at most {MAX_LINE_CHARS} are read")
     try:
-        value = json.loads(text, parse_int=_int, parse_float=_float)
+        value = json.loads(text, parse_int=_int)
     except RecursionError:
         raise ValueError(f"JSON nested too deeply (at most {MAX_NESTING} levels)") from None
-    check_nesting(value)
+    if text.count("[") + text.count("{") > MAX_NESTING:  # else it cannot nest that deep
+        check_nesting(value)
     return value
 
 
@@ -44,11 +45,9 @@ def check_nesting(value: Any, depth: int = 0) -> None:
     """Raises ValueError when `value` nests lists and objects deeper than MAX_NESTING."""
     if depth > MAX_NESTING:
         raise ValueError(f"JSON nested too deeply (at most {MAX_NESTING} levels)")
-    if isinstance(value, dict):
-        for item in value.values():
-            check_nesting(item, depth + 1)
-    elif isinstance(value, list):
-        for item in value:
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for item in items:
+        if isinstance(item, dict | list):
             check_nesting(item, depth + 1)
 
 
@@ -66,12 +65,11 @@ def check_vector(vector: Sequence[float]) -> None:
         raise ValueError("a vector must not be empty")
     if len(vector) > MAX_VECTOR_LENGTH:
         raise ValueError(f"has {len(vector)} components; at most {MAX_VECTOR_LENGTH}")
-    if not all(math.isfinite(x) and abs(x) <= FLOAT32_MAX for x in vector):
+    as_float64 = np.asarray(vector, dtype=np.float64)
+    if not (np.isfinite(as_float64).all() and np.abs(as_float64).max() <= FLOAT32_MAX):
         raise ValueError("every component must be a finite float32 number "
                          f"(no NaN or inf, magnitude at most {FLOAT32_MAX:.4g})")
-    as_float32 = np.asarray(vector, dtype=np.float32)
-    norm = float(np.linalg.norm(as_float32.astype(np.float64)))
-    if norm == 0.0:
+    if not as_float64.astype(np.float32).any():
         raise ValueError("is zero in float32 (every component rounds to 0): cosine similarity "
                          "is undefined")
 
@@ -81,8 +79,3 @@ def _int(digits: str) -> int:
         raise ValueError(f"a number has {len(digits)} digits; at most {MAX_NUMBER_DIGITS}")
     return int(digits)
 
-
-def _float(digits: str) -> float:
-    if len(digits) > MAX_NUMBER_DIGITS:
-        raise ValueError(f"a number has {len(digits)} digits; at most {MAX_NUMBER_DIGITS}")
-    return float(digits)
