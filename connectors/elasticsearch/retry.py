@@ -86,7 +86,8 @@ def describe(error: BaseException) -> str:
     if isinstance(error, ApiError):
         return f"HTTP {error.meta.status} {_error_type(error.body) or error.message}"
     if isinstance(error, TlsError):
-        return f"TLS error: {_tls_kind(str(error))}"
+        details = " ".join([str(error.message), *(str(cause) for cause in error.errors)])
+        return f"TLS error: {_tls_kind(details)}"
     return redact(f"{type(error).__name__}: {error}")
 
 
