@@ -9,17 +9,20 @@ import sys
 from collections.abc import Sequence
 
 
-class _BeamImportNoise(logging.Filter):
-    """Beam warns on the root logger, at import, about optional GCP libraries we never use."""
+class _BeamNoise(logging.Filter):
+    """Beam warns on the root logger about optional GCP libraries we never use, and about
+    output tags that its own exception handling wrapper does not declare."""
+
+    NOISE = ("apitools not found", "requested in with_outputs() but not declared")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return "apitools not found" not in record.getMessage()
+        return not any(noise in record.getMessage() for noise in self.NOISE)
 
 
-logging.getLogger().addFilter(_BeamImportNoise())
+logging.getLogger().addFilter(_BeamNoise())
 
 from connectors.errors import RagEvidenceError  # noqa: E402
-from pipeline.cli_logging import configure_logging  # noqa: E402
+from pipeline.cli_logging import configure_logging, with_worker_log_level  # noqa: E402
 from pipeline.commands import index_command, run_command  # noqa: E402
 from pipeline.demo import demo_command  # noqa: E402
 from pipeline.eval.command import corpus_command, eval_command  # noqa: E402
@@ -75,6 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("demo", "corpus") and beam_args:
         print(f"rag-evidence: unrecognized arguments: {' '.join(beam_args)}", file=sys.stderr)
         return 2
+    beam_args = with_worker_log_level(beam_args, args.verbose)
     try:
         if args.command == "index":
             return index_command(args, beam_args, os.environ)

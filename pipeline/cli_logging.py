@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 OURS = ("pipeline", "stages", "connectors", "rag_evidence")
 PROGRESS = "rag_evidence.progress"
 THIRD_PARTY = ("apache_beam", "elastic_transport", "elasticsearch", "bm25s",
                "sentence_transformers", "transformers", "httpx", "urllib3")
+
+
+WORKER_LOG_LEVEL = "--default_sdk_harness_log_level"
+
+
+def with_worker_log_level(beam_args: Sequence[str], verbose: bool) -> list[str]:
+    """Beam options with the workers' log level set (ERROR, or WARNING with -v), unless the
+    user set it: a runner's worker processes log on their own, at INFO by default."""
+    if any(arg.startswith(WORKER_LOG_LEVEL) for arg in beam_args):
+        return list(beam_args)
+    return [*beam_args, f"{WORKER_LOG_LEVEL}={'WARNING' if verbose else 'ERROR'}"]
 
 
 def configure_logging(verbose: bool) -> None:

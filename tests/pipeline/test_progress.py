@@ -10,6 +10,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline import progress
 from pipeline.cli import main
+from pipeline.cli_logging import with_worker_log_level
 from pipeline.progress import LogProgress
 from tests.builders import chunk_records, unit_vectors
 
@@ -51,3 +52,11 @@ def test_a_cli_run_shows_progress_and_v_shows_this_packages_info(
     _run_cli(config, tmp_path, "-v")
     verbose = capsys.readouterr().err
     assert "INFO pipeline.run_job: run:" in verbose
+
+
+def test_workers_log_errors_only_unless_v_or_the_user_says_otherwise() -> None:
+    assert with_worker_log_level([], False) == ["--default_sdk_harness_log_level=ERROR"]
+    assert with_worker_log_level(["--x=1"], True) == [
+        "--x=1", "--default_sdk_harness_log_level=WARNING"]
+    assert with_worker_log_level(["--default_sdk_harness_log_level=DEBUG"], False) == [
+        "--default_sdk_harness_log_level=DEBUG"]
