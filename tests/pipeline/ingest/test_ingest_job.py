@@ -76,16 +76,22 @@ def test_an_empty_documents_folder_is_an_error_and_replaces_nothing(tmp_path: Pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "empty", "store"]
 
 
-def test_bad_chunk_lines_are_failures_by_file_and_line_and_the_rest_is_indexed(
-        tmp_path: Path) -> None:
-    good = [r.model_dump_json() for r in chunk_records(unit_vectors(2, dim=4))]
+def _index_with_one_failure(tmp_path: Path, lines: list[str]) -> tuple[Path, dict]:
+    """Indexes chunk `lines`; checks that all but one went in, returns that one failure."""
     chunks = tmp_path / "chunks.jsonl"
-    chunks.write_text(f"{good[0]}\nnot json\n{good[1]}\n")
+    chunks.write_text("".join(line + "\n" for line in lines))
     failures = tmp_path / "failures.jsonl"
     summary = run_index(_settings(tmp_path / "store"), chunks=str(chunks),
                         failures_path=str(failures))
-    assert (summary.indexed, summary.failed) == (2, 1)
+    assert (summary.indexed, summary.failed) == (len(lines) - 1, 1)
     (failure,) = [json.loads(x) for x in failures.read_text().splitlines()]
+    return chunks, failure
+
+
+def test_bad_chunk_lines_are_failures_by_file_and_line_and_the_rest_is_indexed(
+        tmp_path: Path) -> None:
+    good = [r.model_dump_json() for r in chunk_records(unit_vectors(2, dim=4))]
+    chunks, failure = _index_with_one_failure(tmp_path, [good[0], "not json", good[1]])
     assert failure["id"] == f"{chunks}:2"
     assert Manifest.read(tmp_path / "store").embedder is None
 
@@ -93,12 +99,6 @@ def test_bad_chunk_lines_are_failures_by_file_and_line_and_the_rest_is_indexed(
 def test_a_chunk_of_another_dimension_fails_alone_naming_both_sizes(tmp_path: Path) -> None:
     records = chunk_records(unit_vectors(2, dim=4)) + chunk_records(unit_vectors(1, dim=3))
     records[2] = records[2].model_copy(update={"id": "odd#chunk-0"})
-    chunks = tmp_path / "chunks.jsonl"
-    chunks.write_text("".join(r.model_dump_json() + "\n" for r in records))
-    failures = tmp_path / "failures.jsonl"
-    summary = run_index(_settings(tmp_path / "store"), chunks=str(chunks),
-                        failures_path=str(failures))
-    assert (summary.indexed, summary.failed) == (2, 1)
-    (failure,) = [json.loads(x) for x in failures.read_text().splitlines()]
+    chunks, failure = _index_with_one_failure(tmp_path, [r.model_dump_json() for r in records])
     assert failure["id"] == f"{chunks}:3"
     assert "vector of 'odd#chunk-0' has 3 dimensions but the store expects 4" in failure["error"]
