@@ -129,3 +129,9 @@ def test_a_retrieve_k_below_return_n_is_a_warning(caplog: pytest.LogCaptureFixtu
     with caplog.at_level(logging.WARNING, logger="pipeline.config_loader"):
         load_settings(overrides=["rag.retrieve-k=3", "rag.return-n=5"])
     assert "rag.retrieve-k=3 is below rag.return-n=5" in caplog.text
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parents[2] / "configs").rglob("*.yaml")),
+                         ids=lambda p: p.name)
+def test_every_shipped_config_loads(path: Path) -> None:
+    assert load_settings(path).rag.return_n >= 1
