@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from connectors.input_limits import loads
 from pipeline.validation_messages import describe_validation_error
 from stages import counters
-from stages.dead_letters import DEAD_LETTER
+from stages.dead_letters import DEAD_LETTER, routed
 from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, Query
 
@@ -78,12 +78,7 @@ def _query_id(data: dict[str, object]) -> str | None:
 class _ParseDoFn(beam.DoFn):
     def process(self, line: NumberedLine) -> Iterator[Query | pvalue.TaggedOutput]:
         counters.count(counters.QUERIES)
-        parsed = parse_query_line(*line)
-        if isinstance(parsed, DeadLetter):
-            counters.count(counters.DEAD_LETTERS)
-            yield pvalue.TaggedOutput(DEAD_LETTER, parsed)
-        else:
-            yield parsed
+        yield from routed([parse_query_line(*line)])
 
 
 class ParseQueries(HandlesErrors,

@@ -9,8 +9,7 @@ from apache_beam import pvalue
 
 from connectors.embedder_port import EmbedderPort
 from connectors.errors import RagEvidenceError
-from stages import counters
-from stages.dead_letters import DEAD_LETTER, dead_letter
+from stages.dead_letters import DEAD_LETTER, dead_letter, routed
 from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, EmbeddedQuery, Query
 from stages.shared_embedder import SharedEmbedder, embed_texts
@@ -52,12 +51,7 @@ class _EmbedDoFn(beam.DoFn):
             None if self._refusal is None else RagEvidenceError(self._refusal))
         if embedder is None and any(needs_embedding(q) for q in batch):
             embedder = self._load()
-        for result in embed_queries(batch, embedder or _NOT_NEEDED):
-            if isinstance(result, DeadLetter):
-                counters.count(counters.DEAD_LETTERS)
-                yield pvalue.TaggedOutput(DEAD_LETTER, result)
-            else:
-                yield result
+        yield from routed(embed_queries(batch, embedder or _NOT_NEEDED))
 
     def _load(self) -> EmbedderPort | RagEvidenceError:
         try:

@@ -11,7 +11,7 @@ from apache_beam import pvalue
 from connectors.errors import KnowledgeSearchError, RagEvidenceError
 from connectors.search_port import KnowledgeSearchPort, PortFactory, SearchRequest
 from stages import counters
-from stages.dead_letters import DEAD_LETTER, dead_letter
+from stages.dead_letters import DEAD_LETTER, dead_letter, routed
 from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, EmbeddedQuery, QueryHits, RecalledHit
 from stages.owning_dofn import OwningDoFn
@@ -95,13 +95,9 @@ class _RecallDoFn(OwningDoFn[KnowledgeSearchPort]):
         else:
             results = recall_batch(batch, port, self._retrieve_k, self._mode,
                                    self._max_sub_queries)
-        for result in results:
-            if isinstance(result, DeadLetter):
-                counters.count(counters.DEAD_LETTERS)
-                yield pvalue.TaggedOutput(DEAD_LETTER, result)
-            else:
-                counters.count(counters.CANDIDATES, len(result.hits))
-                yield result
+        counters.count(counters.CANDIDATES,
+                       sum(len(r.hits) for r in results if isinstance(r, QueryHits)))
+        yield from routed(results)
 
 
 class Recall(HandlesErrors,

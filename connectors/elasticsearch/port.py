@@ -14,9 +14,11 @@ from connectors.elasticsearch.client import check_index, open_client
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.events import ES_BACKOFF_MS, ES_FAILURES, ES_REQUESTS, ES_RETRIES
 from connectors.elasticsearch.retry import (
+    EventHook,
     backoff_seconds,
     describe,
     describe_body,
+    ignore_event,
     is_retryable_exception,
     is_retryable_status,
 )
@@ -28,13 +30,6 @@ from connectors.errors import (
     SearchUnavailableError,
 )
 from connectors.search_port import SearchHit, SearchOutcome, SearchRequest
-
-EventHook = Callable[[str, int], None]
-"""Told of each of `events.EVENTS` as it happens, with an amount."""
-
-
-def _ignore(_: str, __: int) -> None:
-    return None
 
 
 class ElasticsearchPort:
@@ -51,7 +46,7 @@ class ElasticsearchPort:
     """
 
     def __init__(self, client: Elasticsearch, config: ElasticsearchConfig, dimension: int, *,
-                 embedder: EmbedderInfo | None = None, on_event: EventHook = _ignore,
+                 embedder: EmbedderInfo | None = None, on_event: EventHook = ignore_event,
                  sleep: Callable[[float], None] = time.sleep,
                  rng: random.Random | None = None) -> None:
         self._client = client
@@ -63,7 +58,7 @@ class ElasticsearchPort:
         self._rng = rng or random.Random()
 
     @classmethod
-    def open(cls, config: ElasticsearchConfig, on_event: EventHook = _ignore,
+    def open(cls, config: ElasticsearchConfig, on_event: EventHook = ignore_event,
              environ: Mapping[str, str] | None = None) -> ElasticsearchPort:
         """Connects and checks the index and vector field; fails fast naming the host."""
         client = open_client(config, environ)

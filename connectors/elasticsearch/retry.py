@@ -20,7 +20,7 @@ EventHook = Callable[[str, int], None]
 """Told of each of `events.EVENTS` as it happens, with an amount."""
 
 
-def _ignore(_: str, __: int) -> None:
+def ignore_event(_: str, __: int) -> None:
     return None
 
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
@@ -49,7 +49,7 @@ def backoff_seconds(policy: RetryPolicy, attempt: int, rng: random.Random) -> fl
 
 
 def call_with_retries(call: Callable[[], T], policy: RetryPolicy, what: str,
-                      hosts: Sequence[str], *, on_event: EventHook = _ignore,
+                      hosts: Sequence[str], *, on_event: EventHook = ignore_event,
                       sleep: Callable[[float], None] = time.sleep,
                       rng: random.Random | None = None) -> T:
     """Makes one request under the retry policy (the one every request kind shares).
