@@ -40,13 +40,21 @@ def preflight(port_factory: PortFactory, embedder_factory: EmbedderFactory | Non
         port.close()
     if embedder_factory is None:
         return None
+    configured: EmbedderInfo | None = None
     try:
-        problem = embedder_problem(embedder_factory().info, dimension, recorded, store)
+        configured = embedder_factory().info
+        problem = embedder_problem(configured, dimension, recorded, store)
     except RagEvidenceError as error:
         problem = error
+    text_ahead = queries_path is None or _text_queries_ahead(queries_path)
     if problem is None:
+        if recorded is None and configured is not None and text_ahead:
+            _log.warning("%s does not record the embedder that built it (indexes written by "
+                         "LangChain, LlamaIndex or Haystack never do): text queries are embedded "
+                         "with %s, which must be that one", store,
+                         configured.describe())
         return None
-    if queries_path is None or _text_queries_ahead(queries_path):
+    if text_ahead:
         raise problem
     _log.warning("text queries will become dead letters: %s", problem)
     return problem
@@ -59,9 +67,6 @@ def embedder_problem(configured: EmbedderInfo, dimension: int, recorded: Embedde
         return EmbedderMismatchError(store, recorded.describe(), configured.describe())
     if configured.dimension != dimension:
         return DimensionMismatchError("embedder.dim", configured.dimension, dimension)
-    if recorded is None:
-        _log.warning("%s does not record the embedder that built it: text queries are embedded "
-                     "with %s, which must be that one", store, configured.describe())
     return None
 
 

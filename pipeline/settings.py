@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
@@ -17,6 +18,7 @@ from pydantic import (
 )
 
 from connectors.elasticsearch.config import ElasticsearchConfig, RetryPolicy
+from connectors.elasticsearch.layouts import PRESETS, LayoutName
 from stages.dedup import DedupKey
 from stages.fusion import RrfSettings
 from stages.projection import ProjectionBudget
@@ -90,10 +92,12 @@ _RETRY = _ES.retry
 
 
 class ElasticsearchSettings(Section):
-    """`search.elasticsearch.*`; defaults are the adapter's own (connectors/elasticsearch)."""
+    """`search.elasticsearch.*`; defaults are the adapter's own (connectors/elasticsearch), and
+    `layout` fills in the field names of the index's writer wherever they are not set."""
 
     hosts: tuple[str, ...] = _ES.hosts
     index: str = Field(_ES.index, min_length=1)
+    layout: LayoutName = _ES.layout
     vector_field: str = _ES.vector_field
     content_field: str = _ES.content_field
     metadata_field: str | None = _ES.metadata_field
@@ -113,6 +117,14 @@ class ElasticsearchSettings(Section):
     index_options: dict[str, Any] = Field(default_factory=lambda: dict(_ES.index_options))
     bulk_chunk_size: int = Field(_ES.bulk_chunk_size, ge=1)
     max_searches_per_request: int = Field(_ES.max_searches_per_request, ge=1, le=10_000)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _layout_fills_absent_fields(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("layout") not in PRESETS:
+            return data  # the default layout, or a bad one that its own field reports
+        preset = asdict(PRESETS[data["layout"]])
+        return {**{_kebab(k): v for k, v in preset.items()}, **data}
 
     @field_validator("hosts")
     @classmethod

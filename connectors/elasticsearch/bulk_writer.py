@@ -14,6 +14,7 @@ from elasticsearch import ApiError, Elasticsearch
 from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import WriteReport
 from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.elasticsearch.layouts import chunk_source
 from connectors.elasticsearch.retry import (
     backoff_seconds,
     call_with_retries,
@@ -28,12 +29,10 @@ Document = tuple[str, Mapping[str, Any]]
 
 
 def chunk_document(record: ChunkRecord, config: ElasticsearchConfig) -> dict[str, Any]:
-    """The `_source` of a chunk in the configured layout."""
-    source: dict[str, Any] = {config.vector_field: list(record.vector),
-                              config.content_field: record.content}
-    if config.metadata_field is None:
-        return dict(record.metadata) | source
-    return source | {config.metadata_field: dict(record.metadata)}
+    """The `_source` of a chunk in the configured layout (and field names)."""
+    return chunk_source(config.layout, record.id, list(record.vector), record.content,
+                        record.metadata, config.vector_field, config.content_field,
+                        config.metadata_field)
 
 
 def write_documents(client: Elasticsearch, config: ElasticsearchConfig, index: str,

@@ -12,12 +12,7 @@ from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.credentials import read_credentials
 from connectors.elasticsearch.retry import call_with_retries
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import (
-    DimensionMismatchError,
-    KnowledgeSearchError,
-    SearchUnavailableError,
-    StoreNotFoundError,
-)
+from connectors.errors import KnowledgeSearchError, SearchUnavailableError
 
 
 def open_client(config: ElasticsearchConfig, environ: Mapping[str, str] | None = None
@@ -72,28 +67,3 @@ def recorded_embedder(mappings: dict[str, Any]) -> EmbedderInfo | None:
     """The embedder recorded in the index's `_meta` by `rag-evidence index`, if any."""
     recorded = (mappings.get("_meta") or {}).get(META_KEY, {}).get("embedder")
     return EmbedderInfo.from_dict(recorded) if isinstance(recorded, dict) else None
-
-
-def check_index(client: Elasticsearch, config: ElasticsearchConfig,
-                dimension: int | None = None) -> tuple[int, EmbedderInfo | None]:
-    """Checks that the index has a dense_vector field (of `dimension`, when given); returns its
-    dims and the embedder the index records.
-
-    Raises:
-        StoreNotFoundError: the index or field is missing, or the field is not a dense_vector.
-        DimensionMismatchError: the field's dims differ from `dimension`.
-    """
-    check_reachable(client, config)
-    where = f"index {config.index!r} on {list(config.hosts)!r}"
-    mappings = index_mappings(client, config)
-    if mappings is None:
-        raise StoreNotFoundError(f"search.elasticsearch.index={config.index!r}: no such {where}")
-    mapping = vector_mapping(mappings, config)
-    if mapping.get("type") != "dense_vector":
-        raise StoreNotFoundError(
-            f"search.elasticsearch.vector-field={config.vector_field!r}: {where} has no "
-            f"dense_vector field of that name (found {mapping.get('type')!r})")
-    dims = int(mapping.get("dims", 0))
-    if dimension is not None and dims != dimension:
-        raise DimensionMismatchError(f"embedder vectors for {where}", dimension, dims)
-    return dims, recorded_embedder(mappings)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from connectors.elasticsearch.layouts import LayoutName
+
 DEFAULT_API_KEY_ENV = "RAG_EVIDENCE_ES_API_KEY"
 DEFAULT_USERNAME_ENV = "RAG_EVIDENCE_ES_USERNAME"
 DEFAULT_PASSWORD_ENV = "RAG_EVIDENCE_ES_PASSWORD"
@@ -26,6 +28,7 @@ class ElasticsearchConfig:
 
     hosts: tuple[str, ...]
     index: str
+    layout: LayoutName = "rag-evidence"
     vector_field: str = "embedding"
     content_field: str = "content"
     metadata_field: str | None = "metadata"

@@ -14,6 +14,7 @@ from connectors.elasticsearch.client import (
     vector_mapping,
 )
 from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.elasticsearch.layouts import extra_mapping
 from connectors.elasticsearch.retry import call_with_retries
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import ConfigError, DimensionMismatchError
@@ -25,12 +26,14 @@ IDENTITY_FIELDS = {"docId": {"type": "keyword"}, "chunkIndex": {"type": "integer
 def chunk_mapping(config: ElasticsearchConfig, dimension: int,
                   embedder: EmbedderInfo | None = None) -> dict[str, Any]:
     """dense_vector (cosine), content as text, doc id and filter fields as keyword, chunk index
-    as integer, under the metadata object or at the top level; `_meta` records the embedder."""
+    as integer (and the layout's own fields), under the metadata object or at the top level;
+    `_meta` records the embedder."""
     vector: dict[str, Any] = {"type": "dense_vector", "dims": dimension, "index": True,
                               "similarity": "cosine"}
     if config.index_options:
         vector["index_options"] = dict(config.index_options)
-    metadata = {f: {"type": "keyword"} for f in config.filter_fields} | IDENTITY_FIELDS
+    metadata = ({f: {"type": "keyword"} for f in config.filter_fields} | IDENTITY_FIELDS
+                | extra_mapping(config.layout))
     properties: dict[str, Any] = {config.vector_field: vector,
                                   config.content_field: {"type": "text"}}
     if config.metadata_field is None:

@@ -10,9 +10,11 @@ from typing import Any
 from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, Elasticsearch
 
-from connectors.elasticsearch.client import check_index, open_client
+from connectors.elasticsearch.client import open_client
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.events import ES_BACKOFF_MS, ES_FAILURES, ES_REQUESTS, ES_RETRIES
+from connectors.elasticsearch.index_check import IndexFacts, check_index
+from connectors.elasticsearch.layouts import hit_metadata, source_filter
 from connectors.elasticsearch.retry import (
     EventHook,
     backoff_seconds,
@@ -22,6 +24,7 @@ from connectors.elasticsearch.retry import (
     is_retryable_exception,
     is_retryable_status,
 )
+from connectors.elasticsearch.score_scale import cosine_scale
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import (
     DimensionMismatchError,
@@ -45,14 +48,14 @@ class ElasticsearchPort:
     >>> port = ElasticsearchPort.open(config)  # doctest: +SKIP
     """
 
-    def __init__(self, client: Elasticsearch, config: ElasticsearchConfig, dimension: int, *,
-                 embedder: EmbedderInfo | None = None, on_event: EventHook = ignore_event,
+    def __init__(self, client: Elasticsearch, config: ElasticsearchConfig, facts: IndexFacts, *,
+                 on_event: EventHook = ignore_event,
                  sleep: Callable[[float], None] = time.sleep,
                  rng: random.Random | None = None) -> None:
         self._client = client
         self._config = config
-        self._dimension = dimension
-        self._embedder = embedder
+        self._facts = facts
+        self._knn_score = cosine_scale(facts.similarity)
         self._on_event = on_event
         self._sleep = sleep
         self._rng = rng or random.Random()
@@ -63,19 +66,19 @@ class ElasticsearchPort:
         """Connects and checks the index and vector field; fails fast naming the host."""
         client = open_client(config, environ)
         try:
-            dimension, embedder = check_index(client, config)
+            facts = check_index(client, config)
         except Exception:
             client.close()
             raise
-        return cls(client, config, dimension, embedder=embedder, on_event=on_event)
+        return cls(client, config, facts, on_event=on_event)
 
     @property
     def dimension(self) -> int:
-        return self._dimension
+        return self._facts.dimension
 
     @property
     def embedder(self) -> EmbedderInfo | None:
-        return self._embedder
+        return self._facts.embedder
 
     def search(self, requests: Sequence[SearchRequest]) -> list[SearchOutcome]:
         outcomes: list[SearchOutcome | None] = [self._invalid(r) for r in requests]
@@ -133,7 +136,8 @@ class ElasticsearchPort:
         for i, response in zip(pending, responses, strict=True):
             status = int(response.get("status", 200))
             if "error" not in response:
-                outcomes[i] = [self._hit(h) for h in response["hits"]["hits"]]
+                knn = requests[i].vector is not None
+                outcomes[i] = [self._hit(h, knn) for h in response["hits"]["hits"]]
                 continue
             history[i].append(describe_body(status, response))
             if is_retryable_status(status, response):
@@ -155,8 +159,8 @@ class ElasticsearchPort:
         self._sleep(seconds)
 
     def _invalid(self, request: SearchRequest) -> KnowledgeSearchError | None:
-        if request.vector is not None and len(request.vector) != self._dimension:
-            mismatch = DimensionMismatchError("vector", len(request.vector), self._dimension)
+        if request.vector is not None and len(request.vector) != self.dimension:
+            mismatch = DimensionMismatchError("vector", len(request.vector), self.dimension)
             return SearchRejectedError(str(mismatch))
         undeclared = sorted(set(request.filters) - set(self._config.filter_fields))
         if undeclared:
@@ -190,24 +194,29 @@ class ElasticsearchPort:
         return {"query": query, "size": request.k, "_source": self._source_filter()}
 
     def _filters(self, request: SearchRequest) -> list[dict[str, Any]]:
-        return [_term(self._config.field_path(f), v) for f, v in request.filters.items()]
+        paths = self._facts.filter_paths
+        return [_term(paths.get(f) or self._config.field_path(f), v)
+                for f, v in request.filters.items()]
 
-    def _source_filter(self) -> Any:
+    def _source_filter(self) -> dict[str, list[str]]:
         config = self._config
-        if config.metadata_field is None:
-            return {"excludes": [config.vector_field]}
-        return [config.content_field, config.metadata_field]
+        return source_filter(config.layout, config.vector_field, config.content_field,
+                             config.metadata_field)
 
-    def _hit(self, raw: Mapping[str, Any]) -> SearchHit:
+    def _hit(self, raw: Mapping[str, Any], knn: bool) -> SearchHit:
+        """A hit in the port's terms: kNN scores on the (1 + cosine) / 2 scale, metadata as
+        the layout keeps it."""
+        config = self._config
         source = dict(raw.get("_source") or {})
-        content = source.pop(self._config.content_field, "")
-        if self._config.metadata_field is None:
-            source.pop(self._config.vector_field, None)
+        content = source.pop(config.content_field, "")
+        if config.metadata_field is None:
+            source.pop(config.vector_field, None)
             metadata = source
         else:
-            metadata = dict(source.get(self._config.metadata_field) or {})
-        return SearchHit(id=raw.get("_id"), score=float(raw.get("_score") or 0.0),
-                         content=str(content), metadata=metadata)
+            metadata = dict(source.get(config.metadata_field) or {})
+        score = float(raw.get("_score") or 0.0)
+        return SearchHit(id=raw.get("_id"), score=self._knn_score(score) if knn else score,
+                         content=str(content), metadata=hit_metadata(config.layout, metadata))
 
 
 def _term(path: str, value: Any) -> dict[str, Any]:

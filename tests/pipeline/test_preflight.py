@@ -85,3 +85,22 @@ def test_text_queries_past_the_first_lines_become_dead_letters_naming_both(
     assert (letter["query_id"], letter["stage"]) == ("t", "embed")
     assert "other-model" in letter["error"] and "hashing" in letter["error"]
     assert summary.counts["results"] == 1 and summary.balanced
+
+
+def test_text_queries_over_a_store_that_records_no_embedder_get_a_warning_naming_ours(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    port = _store(tmp_path / "store", 8, None)
+    text = _queries(tmp_path / "text.jsonl", {"id": "t", "text": "open a file"})
+    vector = _queries(tmp_path / "vector.jsonl", {"id": "v", "vector": [1.0] + [0.0] * 7})
+    with caplog.at_level("WARNING", logger="pipeline.preflight"):
+        assert preflight(port, partial(HashingEmbedder, 8), vector) is None
+        assert _preflight_warnings(caplog) == []
+        assert preflight(port, partial(HashingEmbedder, 8), text) is None
+    assert _preflight_warnings(caplog) == [
+        "the embedded store does not record the embedder that built it (indexes written by "
+        "LangChain, LlamaIndex or Haystack never do): text queries are embedded with "
+        f"{HashingEmbedder(8).info.describe()}, which must be that one"]
+
+
+def _preflight_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "pipeline.preflight"]

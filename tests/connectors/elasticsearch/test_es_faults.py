@@ -13,6 +13,7 @@ from connectors.elasticsearch.bulk_writer import write_chunks
 from connectors.elasticsearch.client import open_client
 from connectors.elasticsearch.config import ElasticsearchConfig, RetryPolicy
 from connectors.elasticsearch.index_admin import ensure_index
+from connectors.elasticsearch.index_check import IndexFacts
 from connectors.elasticsearch.port import ElasticsearchPort
 from connectors.errors import SearchRejectedError, SearchUnavailableError
 from connectors.search_port import SearchRequest
@@ -39,8 +40,8 @@ def _port(proxy: FaultProxy, index: str, events: Counter[str], attempts: int = 3
                                  retry=RetryPolicy(attempts, initial_backoff=0.01,
                                                    max_backoff=0.05))
     client = open_client(config, environ={})
-    return ElasticsearchPort(client, config, DIM, on_event=lambda n, v: events.update({n: v}),
-                             rng=random.Random(0))
+    return ElasticsearchPort(client, config, IndexFacts(DIM),
+                             on_event=lambda n, v: events.update({n: v}), rng=random.Random(0))
 
 
 def _answered(outcomes: list) -> list[str | None]:  # type: ignore[type-arg]
@@ -199,7 +200,7 @@ def test_msearch_requests_hold_at_most_the_configured_number_of_sub_searches(
     with FaultProxy(es_url) as proxy:
         config = ElasticsearchConfig(hosts=(proxy.url,), index=loaded_index,
                                      max_searches_per_request=2)
-        port = ElasticsearchPort(open_client(config, environ={}), config, DIM)
+        port = ElasticsearchPort(open_client(config, environ={}), config, IndexFacts(DIM))
         outcomes = port.search(REQUESTS * 2)
         port.close()
         assert _answered(outcomes) == EXPECTED * 2
