@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,9 @@ class FilterIndex:
     Booleans never equal numbers, unlike in Python.
     """
 
-    def __init__(self, metadata: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, metadata: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+        """`metadata` yields every row's metadata in row order; it is read once per field
+        filtered on, the first time."""
         self._metadata = metadata
         self._fields: dict[str, dict[tuple[str, Any], np.ndarray]] = {}
 
@@ -37,7 +39,7 @@ class FilterIndex:
     def _field(self, field: str) -> dict[tuple[str, Any], np.ndarray]:
         if field not in self._fields:
             postings: dict[tuple[str, Any], list[int]] = defaultdict(list)
-            for row, metadata in enumerate(self._metadata):
+            for row, metadata in enumerate(self._metadata()):
                 value = metadata.get(field)
                 for item in value if isinstance(value, list) else [value]:
                     if _is_scalar(item):

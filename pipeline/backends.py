@@ -22,7 +22,8 @@ def port_factory_for(settings: Settings) -> PortFactory:
     """The factory of the port named by `search.backend`."""
     backend = settings.search.backend
     if backend == "embedded":
-        return partial(EmbeddedStore.open, settings.search.embedded.path)
+        embedded = settings.search.embedded
+        return partial(EmbeddedStore.open, embedded.path, embedded.index, embedded.hnsw.params())
     if backend == "elasticsearch":
         return partial(ElasticsearchPort.open, settings.search.elasticsearch.adapter_config(),
                        counters.count)
@@ -33,7 +34,8 @@ def chunk_target_for(settings: Settings) -> ChunkTarget:
     """Where `index` writes: the embedded store directory or the Elasticsearch index."""
     if settings.search.backend == "elasticsearch":
         return ElasticsearchTarget(settings.search.elasticsearch.adapter_config())
-    return EmbeddedStoreTarget(settings.search.embedded.path)
+    embedded = settings.search.embedded
+    return EmbeddedStoreTarget(embedded.path, embedded.index, embedded.hnsw.params())
 
 
 def embedder_factory_for(settings: Settings) -> EmbedderFactory:

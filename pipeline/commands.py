@@ -37,7 +37,8 @@ def index_report(settings: Settings, summary: IndexSummary, failures: str | None
         where = settings.search.embedded.path
     embedder = summary.embedder.describe() if summary.embedder else "vectors from the chunk file"
     return (f"indexed {summary.indexed} chunks into {where} ({embedder}); {summary.failed} "
-            "failed" + (f" (see {failures})" if failures and summary.failed else ""))
+            "failed" + (f" (see {failures})" if failures and summary.failed else "")
+            + (f"\n{summary.note}" if summary.note else ""))
 
 
 def run_command(args: argparse.Namespace, beam_args: Sequence[str],

@@ -19,6 +19,8 @@ from pydantic import (
 
 from connectors.elasticsearch.config import ElasticsearchConfig, RetryPolicy
 from connectors.elasticsearch.layouts import PRESETS, LayoutName
+from connectors.embedded.layout import IndexKind
+from connectors.embedded.vector_search import DEFAULT_HNSW, HnswParams
 from stages.dedup import DedupKey
 from stages.fusion import RrfSettings
 from stages.projection import ProjectionBudget
@@ -83,8 +85,27 @@ class RagSettings(Section):
         return {**{k: data["top-k"] for k in filled}, **data}
 
 
+_HNSW = DEFAULT_HNSW
+
+
+class HnswSettings(Section):
+    """`search.embedded.hnsw.*`: faiss HNSW parameters (see `HnswParams`)."""
+
+    m: int = Field(_HNSW.m, ge=4, le=256)
+    ef_construction: int = Field(_HNSW.ef_construction, ge=8, le=4096)
+    ef_search: int = Field(_HNSW.ef_search, ge=1, le=10_000)
+
+    def params(self) -> HnswParams:
+        return HnswParams(self.m, self.ef_construction, self.ef_search)
+
+
 class EmbeddedStoreSettings(Section):
+    """`search.embedded.*`: where the store is; `index` is the kind `index` builds and `run`
+    expects (exact `flat`, or approximate `hnsw` for big stores)."""
+
     path: str = "data/store"
+    index: IndexKind = "flat"
+    hnsw: HnswSettings = HnswSettings()
 
 
 _ES = ElasticsearchConfig(hosts=("http://localhost:9200",), index="rag-chunks")

@@ -5,16 +5,19 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import StoreNotFoundError
 
 VECTORS_FILE = "vectors.npy"
 RECORDS_FILE = "records.jsonl"
+OFFSETS_FILE = "records.offsets.npy"
+HNSW_FILE = "hnsw.faiss"
 MANIFEST_FILE = "manifest.json"
 LEXICAL_DIR = "bm25"
-FORMAT = 2
+FORMAT = 3
+IndexKind = Literal["flat", "hnsw"]
 
 
 @dataclass(frozen=True)
@@ -25,10 +28,11 @@ class Manifest:
     count: int
     embedder: EmbedderInfo | None = None
     lexical: bool = False
+    index: IndexKind = "flat"
 
     def write(self, root: Path) -> None:
         data: dict[str, Any] = {"format": FORMAT, "dimension": self.dimension,
-                                "count": self.count, "lexical": self.lexical,
+                                "count": self.count, "lexical": self.lexical, "index": self.index,
                                 "embedder": self.embedder.to_dict() if self.embedder else None}
         (root / MANIFEST_FILE).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
@@ -45,6 +49,14 @@ class Manifest:
             embedder = data.get("embedder")
             return cls(int(data["dimension"]), int(data["count"]),
                        EmbedderInfo.from_dict(embedder) if embedder else None,
-                       bool(data.get("lexical", False)))
+                       bool(data.get("lexical", False)), _index_kind(data.get("index")))
         except (ValueError, KeyError, TypeError) as error:
             raise StoreNotFoundError(f"{where}: {MANIFEST_FILE} is unreadable ({error})") from None
+
+
+def _index_kind(value: object) -> IndexKind:
+    if value in (None, "flat"):
+        return "flat"
+    if value == "hnsw":
+        return "hnsw"
+    raise ValueError(f"index {value!r} is not flat or hnsw")

@@ -1,24 +1,44 @@
-"""The embedded store: exact cosine kNN over a memory-mapped float32 matrix, and BM25.
+"""The embedded store: kNN (faiss, exact or HNSW) over a memory-mapped float32 matrix, and BM25.
 
 On disk a store is a directory holding `vectors.npy` (unit rows, float32), `records.jsonl`
-(id, content, metadata per row, same order), `bm25/` (the lexical index) and `manifest.json`
-(dimension, count, the embedder that built it), written last.
+(id, content, metadata per row, same order) with `records.offsets.npy` (where each line
+starts), `bm25/` (the lexical index), `hnsw.faiss` when built with `index: hnsw`, and
+`manifest.json` (dimension, count, index kind, the embedder that built it), written last.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from connectors.embedded.layout import LEXICAL_DIR, RECORDS_FILE, VECTORS_FILE, Manifest
+from connectors.embedded.layout import (
+    HNSW_FILE,
+    LEXICAL_DIR,
+    OFFSETS_FILE,
+    RECORDS_FILE,
+    VECTORS_FILE,
+    IndexKind,
+    Manifest,
+)
 from connectors.embedded.lexical import LexicalIndex
+from connectors.embedded.records_file import RecordFile
 from connectors.embedded.top_k import top_rows
+from connectors.embedded.vector_search import (
+    DEFAULT_HNSW,
+    HnswGraph,
+    HnswParams,
+    exact_neighbours,
+    subset_neighbours,
+)
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import DimensionMismatchError, KnowledgeSearchError, StoreNotFoundError
+from connectors.errors import (
+    ConfigError,
+    DimensionMismatchError,
+    KnowledgeSearchError,
+    StoreNotFoundError,
+)
 from connectors.metadata_filter import FilterIndex
 from connectors.search_port import SearchHit, SearchOutcome, SearchRequest
 
@@ -26,40 +46,54 @@ _BLOCK_ROWS = 256
 
 
 class EmbeddedStore:
-    """Exact kNN: one BLAS matrix product per batch, top-k by argpartition; BM25 for text.
+    """kNN by faiss in blocks of queries (exact, or an HNSW graph); BM25 for text.
 
     kNN scores are (1 + cosine) / 2, the scale Elasticsearch reports for cosine similarity;
-    lexical scores are BM25 (Lucene's variant, as Elasticsearch's).
+    lexical scores are BM25 (Lucene's variant, as Elasticsearch's). A filtered kNN request is
+    always exact, over the matching rows. Records are read from disk by row, per hit.
 
     >>> store = EmbeddedStore.open("data/store")          # doctest: +SKIP
     >>> store.search([SearchRequest(vector=(1.0, 0.0), k=3)])  # doctest: +SKIP
     """
 
-    def __init__(self, vectors: np.ndarray, records: list[dict[str, Any]],
-                 lexical: LexicalIndex | None = None, embedder: EmbedderInfo | None = None
-                 ) -> None:
+    def __init__(self, vectors: np.ndarray, records: RecordFile,
+                 lexical: LexicalIndex | None = None, embedder: EmbedderInfo | None = None,
+                 graph: HnswGraph | None = None) -> None:
         self._vectors = vectors
         self._records = records
         self._lexical = lexical or LexicalIndex(None, len(records))
         self._embedder = embedder
-        self._filters = FilterIndex([r["metadata"] for r in records])
+        self._graph = graph
+        self._filters = FilterIndex(records.metadata)
         self._closed = False
 
     @classmethod
-    def open(cls, path: str | Path) -> EmbeddedStore:
-        """Opens a store directory, memory-mapping its vectors; checks its parts agree.
+    def open(cls, path: str | Path, index: IndexKind | None = None,
+             hnsw: HnswParams = DEFAULT_HNSW) -> EmbeddedStore:
+        """Opens a store directory, memory-mapping its vectors and records; checks its parts
+        agree. `index`, when given, is the kind the config expects the store to have.
 
         Raises:
             StoreNotFoundError: no store there, or its files disagree (named).
+            ConfigError: the store was built with another index kind than `index`.
         """
         root = Path(path)
         manifest = Manifest.read(root)
+        if index is not None and index != manifest.index:
+            raise ConfigError("search.embedded.index", index,
+                              f"the store at {str(root)!r} was built with index "
+                              f"{manifest.index!r}; set that, or rebuild it with `index`")
         vectors = np.load(root / VECTORS_FILE, mmap_mode="r")
-        with open(root / RECORDS_FILE, encoding="utf-8") as lines:
-            records = [json.loads(line) for line in lines]
-        _check_parts(root, manifest, vectors, len(records))
+        records = RecordFile.open(root / RECORDS_FILE, root / OFFSETS_FILE)
+        _check_parts(root, manifest, vectors, records)
         lexical = LexicalIndex(root / LEXICAL_DIR if manifest.lexical else None, len(records))
-        return cls(vectors, records, lexical, manifest.embedder)
+        graph = None
+        if manifest.index == "hnsw":
+            if not (root / HNSW_FILE).is_file():
+                raise _disagree(root, f"the manifest names an HNSW index but {HNSW_FILE} "
+                                      "is missing")
+            graph = HnswGraph.load(root / HNSW_FILE, hnsw.ef_search)
+        return cls(vectors, records, lexical, manifest.embedder, graph)
 
     @property
     def dimension(self) -> int:
@@ -106,18 +140,22 @@ class EmbeddedStore:
                       outcomes: list[SearchOutcome]) -> None:
         queries = np.asarray([requests[i].vector for i in block], dtype=np.float32)
         queries /= np.linalg.norm(queries, axis=1, keepdims=True)
-        similarities = queries @ self._vectors.T
         plain = [row for row, i in enumerate(block) if not requests[i].filters]
         if plain:
-            k_max = max(requests[block[row]].k for row in plain)
-            tops = top_rows(similarities[plain], k_max)
-            for row, (top, scores) in zip(plain, tops, strict=True):
-                k = requests[block[row]].k
-                outcomes[block[row]] = self._hits(top[:k], scores[:k], cosine=True)
+            ks = [requests[block[row]].k for row in plain]
+            search = self._graph.neighbours if self._graph else self._exact
+            for row, (top, scores) in zip(plain, search(queries[plain], ks), strict=True):
+                outcomes[block[row]] = self._hits(top, scores, cosine=True)
         for row, i in enumerate(block):
             if requests[i].filters:
-                top, scores = self._filtered_top_k(similarities[row], requests[i])
+                matching = self._filters.matching_rows(requests[i].filters)
+                assert matching is not None
+                top, scores = subset_neighbours(self._vectors, queries[row], matching,
+                                                requests[i].k)
                 outcomes[i] = self._hits(top, scores, cosine=True)
+
+    def _exact(self, queries: np.ndarray, ks: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+        return exact_neighbours(self._vectors, queries, ks)
 
     def _lexical_top_k(self, request: SearchRequest) -> list[SearchHit]:
         assert request.text is not None
@@ -142,17 +180,24 @@ class EmbeddedStore:
                 for row, s in zip(rows, scores, strict=True)]
 
     def _hit(self, row: int, score: float) -> SearchHit:
-        record = self._records[row]
+        record = self._records.record(row)
         return SearchHit(id=record["id"], score=score, content=record["content"],
                          metadata=record["metadata"])
 
 
-def _check_parts(root: Path, manifest: Manifest, vectors: np.ndarray, records: int) -> None:
-    found = (vectors.shape[0] if vectors.ndim == 2 else -1, records,
+def _check_parts(root: Path, manifest: Manifest, vectors: np.ndarray,
+                 records: RecordFile) -> None:
+    found = (vectors.shape[0] if vectors.ndim == 2 else -1, len(records),
              vectors.shape[1] if vectors.ndim == 2 else -1)
     if found != (manifest.count, manifest.count, manifest.dimension):
-        raise StoreNotFoundError(
-            f"search.embedded.path={str(root)!r}: the store's files disagree: manifest says "
-            f"{manifest.count} rows of {manifest.dimension} dims, {VECTORS_FILE} holds "
-            f"{found[0]} rows of {found[2]} dims, {RECORDS_FILE} {found[1]} records; "
-            "rebuild it with `rag-evidence index`")
+        raise _disagree(root, f"manifest says {manifest.count} rows of {manifest.dimension} "
+                              f"dims, {VECTORS_FILE} holds {found[0]} rows of {found[2]} dims, "
+                              f"{RECORDS_FILE} {found[1]} records")
+    problem = records.problem()
+    if problem is not None:
+        raise _disagree(root, f"{RECORDS_FILE}: {problem}")
+
+
+def _disagree(root: Path, what: str) -> StoreNotFoundError:
+    return StoreNotFoundError(f"search.embedded.path={str(root)!r}: the store's files disagree: "
+                              f"{what}; rebuild it with `rag-evidence index`")

@@ -17,7 +17,19 @@ def top_rows(similarities: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndar
     candidates = np.argpartition(similarities, columns - k, axis=1)[:, columns - k:]
     result = []
     for row, picked in zip(similarities, candidates, strict=True):
+        picked = _lowest_columns_on_ties(row, picked)
         scores = row[picked]
         order = np.lexsort((picked, -scores))
         result.append((picked[order], scores[order]))
     return result
+
+
+def _lowest_columns_on_ties(row: np.ndarray, picked: np.ndarray) -> np.ndarray:
+    """`picked` (the k best, as argpartition chose them), with the columns that tie the k-th
+    best score replaced by the lowest such columns of the whole row."""
+    threshold = row[picked].min()
+    tied = np.flatnonzero(row == threshold)
+    if len(tied) == np.count_nonzero(row[picked] == threshold):
+        return picked
+    above = picked[row[picked] > threshold]
+    return np.concatenate([above, tied[:len(picked) - len(above)]])

@@ -10,14 +10,29 @@ import shutil
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import WriteReport
-from connectors.embedded.layout import LEXICAL_DIR, RECORDS_FILE, VECTORS_FILE, Manifest
+from connectors.embedded.layout import (
+    HNSW_FILE,
+    LEXICAL_DIR,
+    MANIFEST_FILE,
+    OFFSETS_FILE,
+    RECORDS_FILE,
+    VECTORS_FILE,
+    IndexKind,
+    Manifest,
+)
 from connectors.embedded.lexical import build_lexical_index
+from connectors.embedded.records_file import RecordFile, line_offsets, write_records
+from connectors.embedded.vector_search import (
+    DEFAULT_HNSW,
+    HnswGraph,
+    HnswParams,
+    recall_against_exact,
+)
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import DimensionMismatchError, InvalidInputError
 
@@ -69,95 +84,154 @@ class EmbeddedStoreTarget:
     """The embedded store at `path` as an ingestion target (see `ChunkTarget`).
 
     Rows are stored in natural id order (`doc#chunk-2` before `doc#chunk-10`), whatever order
-    the workers wrote them in, so a re-index gives the same store.
+    the workers wrote them in, so a re-index gives the same store. `index: hnsw` also builds
+    an HNSW graph (`hnsw` parameters) and measures its recall against exact search.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, index: IndexKind = "flat",
+                 hnsw: HnswParams = DEFAULT_HNSW) -> None:
         self._path = Path(path)
         self._staging = self._path.parent / f".{self._path.name}.staging-{uuid.uuid4().hex[:8]}"
         self._dimension = 0
         self._embedder: EmbedderInfo | None = None
+        self._index, self._hnsw = index, hnsw
 
     def prepare(self, dimension: int, embedder: EmbedderInfo | None) -> bool:
         self._staging.mkdir(parents=True)
         self._dimension, self._embedder = dimension, embedder
-        return not (self._path / "manifest.json").is_file()
+        return not (self._path / MANIFEST_FILE).is_file()
 
     def open_writer(self) -> EmbeddedPartWriter:
         return EmbeddedPartWriter(self._staging, self._dimension)
 
-    def commit(self) -> None:
-        """Builds the store from the parts and swaps it in; the old one is kept on error.
+    def commit(self) -> str | None:
+        """Builds the store from the parts beside the old one and swaps it in; the old one
+        is kept on any error. Returns a line to report (the HNSW recall), if any.
 
         Raises:
             InvalidInputError: two chunks share an id, or there is no chunk at all.
         """
         try:
-            built = self._build()
+            built, note = self._build()
             _swap_in(built, self._path)
         finally:
             self.abort()
+        return note
 
     def abort(self) -> None:
         shutil.rmtree(self._staging, ignore_errors=True)
 
-    def _build(self) -> Path:
-        records, vectors = _read_parts(self._staging)
-        if not records:
+    def _build(self) -> tuple[Path, str | None]:
+        parts = _Parts(self._staging)
+        if not parts.ids:
             raise InvalidInputError("index", str(self._path),
                                     "no chunk to index; the store there is left as it was")
-        order = sorted(range(len(records)), key=lambda i: _natural(records[i]["id"]))
-        _check_unique([records[i]["id"] for i in order])
+        order = np.asarray(sorted(range(len(parts.ids)), key=lambda i: _natural(parts.ids[i])),
+                           dtype=np.int64)
+        _check_unique([parts.ids[i] for i in order])
         built = self._path.parent / f".{self._path.name}.new-{uuid.uuid4().hex[:8]}"
         built.mkdir()
         try:
-            np.save(built / VECTORS_FILE, vectors[order])
-            with open(built / RECORDS_FILE, "w", encoding="utf-8") as out:
-                out.writelines(json.dumps(records[i], ensure_ascii=False) + "\n" for i in order)
-            lexical = build_lexical_index([records[i]["content"] for i in order],
-                                          built / LEXICAL_DIR)
-            Manifest(self._dimension, len(order), self._embedder, lexical).write(built)
+            note = _write_built(built, parts, order, Manifest(
+                self._dimension, len(order), self._embedder, index=self._index), self._hnsw)
         except BaseException:
             shutil.rmtree(built, ignore_errors=True)
             raise
-        return built
+        return built, note
 
 
 def write_store(path: str | Path, records: Iterable[ChunkRecord],
-                embedder: EmbedderInfo | None = None) -> int:
-    """Writes `records` as a new store at `path` (replacing one there) and returns the count.
+                embedder: EmbedderInfo | None = None, index: IndexKind = "flat",
+                hnsw: HnswParams = DEFAULT_HNSW, batch_size: int = 4096) -> int:
+    """Writes `records` as a new store at `path` (replacing one there, atomically) and returns
+    the count. Records are written in batches as they come, never all held at once.
 
     Raises:
-        InvalidInputError: two records share an id, or there are none.
+        InvalidInputError: two records share an id, a vector is unusable, or there are none
+            (the store at `path` is then left as it was).
         DimensionMismatchError: their vector lengths differ.
     """
-    batch = list(records)
-    dimension = len(batch[0].vector) if batch else 0
-    for record in batch:
-        if len(record.vector) != dimension:
-            raise DimensionMismatchError(f"vector of {record.id!r}", len(record.vector), dimension)
-    target = EmbeddedStoreTarget(path)
+    stream = iter(records)
+    first = next(stream, None)
+    dimension = len(first.vector) if first is not None else 0
+    target = EmbeddedStoreTarget(path, index, hnsw)
     target.prepare(dimension, embedder)
+    indexed = 0
     try:
-        report = target.open_writer().write(batch)
-        if report.failures:
-            raise InvalidInputError(f"vector of {report.failures[0][0]!r}", "...",
-                                    report.failures[0][1])
+        writer = target.open_writer()
+        batch = [first] if first is not None else []
+        for record in stream:
+            batch.append(record)
+            if len(batch) == batch_size:
+                indexed += _write_batch(writer, batch, dimension)
+                batch = []
+        indexed += _write_batch(writer, batch, dimension)
     except BaseException:
         target.abort()
         raise
     target.commit()
+    return indexed
+
+
+def _write_batch(writer: EmbeddedPartWriter, batch: list[ChunkRecord], dimension: int) -> int:
+    for record in batch:
+        if len(record.vector) != dimension:
+            raise DimensionMismatchError(f"vector of {record.id!r}", len(record.vector), dimension)
+    report = writer.write(batch)
+    if report.failures:
+        raise InvalidInputError(f"vector of {report.failures[0][0]!r}", "...",
+                                report.failures[0][1])
     return report.indexed
 
 
-def _read_parts(staging: Path) -> tuple[list[dict[str, Any]], np.ndarray]:
-    records: list[dict[str, Any]] = []
-    blocks = []
-    for part in sorted(staging.glob("*.jsonl")):
-        with open(part, encoding="utf-8") as lines:
-            records.extend(json.loads(line) for line in lines)
-        blocks.append(np.load(part.with_suffix(".npy")))
-    return records, (np.vstack(blocks) if blocks else np.zeros((0, 0), np.float32))
+class _Parts:
+    """The staged parts, mapped: each row's id, and where its vector and JSON line are."""
+
+    def __init__(self, staging: Path) -> None:
+        self.ids: list[str] = []
+        self.vectors: list[np.ndarray] = []
+        self._lines: list[tuple[RecordFile, int]] = []
+        for part in sorted(staging.glob("*.jsonl")):
+            with open(part, "rb") as handle:
+                records = RecordFile(part, line_offsets(handle))
+            self.vectors.append(np.load(part.with_suffix(".npy"), mmap_mode="r"))
+            for row in range(len(records)):
+                self.ids.append(records.record(row)["id"])
+                self._lines.append((records, row))
+
+    def line(self, row: int) -> bytes:
+        records, at = self._lines[row]
+        return records.line(at)
+
+
+def _write_built(built: Path, parts: _Parts, order: np.ndarray, manifest: Manifest,
+                 hnsw: HnswParams) -> str | None:
+    """Writes every file of the new store into `built`, rows in `order`, vectors streamed
+    into a mapped file; returns a line on the HNSW index's recall, when one is built."""
+    vectors = np.lib.format.open_memmap(built / VECTORS_FILE, mode="w+", dtype=np.float32,
+                                        shape=(len(order), manifest.dimension))
+    position = np.empty_like(order)
+    position[order] = np.arange(len(order))
+    start = 0
+    for block in parts.vectors:
+        vectors[position[start:start + len(block)]] = block
+        start += len(block)
+    vectors.flush()
+    offsets = write_records(built / RECORDS_FILE, (parts.line(int(i)) for i in order))
+    np.save(built / OFFSETS_FILE, offsets)
+    records = RecordFile(built / RECORDS_FILE, offsets)
+    lexical = build_lexical_index([records.record(row)["content"] for row in range(len(order))],
+                                  built / LEXICAL_DIR)
+    note = None
+    if manifest.index == "hnsw":
+        graph = HnswGraph.build(vectors, hnsw, built / HNSW_FILE)
+        recall, sample = recall_against_exact(graph, vectors)
+        note = (f"hnsw index (m={hnsw.m}, ef-construction={hnsw.ef_construction}, "
+                f"ef-search={hnsw.ef_search}): recall@20 {recall:.3f} against exact search, "
+                f"on {sample} sampled chunks")
+    Manifest(manifest.dimension, manifest.count, manifest.embedder, lexical,
+             manifest.index).write(built)
+    return note
 
 
 def _check_unique(ids: list[object]) -> None:

@@ -36,6 +36,7 @@ class IndexSummary:
     failed: int
     created: bool
     embedder: EmbedderInfo | None
+    note: str | None = None
 
 
 def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None = None,
@@ -69,7 +70,7 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
         result = pipeline.run()
         result.wait_until_finish()
         totals = counter_totals(result)
-        target.commit()
+        note = target.commit()
     except InvalidInputError as error:
         target.abort()
         if chunks is not None and error.field == "id":
@@ -80,7 +81,7 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
         target.abort()
         raise
     return IndexSummary(totals.get(counters.CHUNKS_INDEXED, 0),
-                        totals.get(counters.CHUNK_INDEX_FAILURES, 0), created, embedder)
+                        totals.get(counters.CHUNK_INDEX_FAILURES, 0), created, embedder, note)
 
 
 def _lines_with_id(chunks: str, record_id: str) -> list[str]:
