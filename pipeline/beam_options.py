@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
@@ -16,8 +17,10 @@ REFUSED_RUNNERS = {
 
 
 def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
-    """The options; a runner that Beam does not know, or that we refuse, is a ConfigError."""
+    """The options; an option or a runner that Beam does not know, or a runner that we refuse,
+    is a ConfigError."""
     options = PipelineOptions(list(beam_args))
+    _refuse_unknown_options(options)
     runner = options.view_as(StandardOptions).runner
     if runner is None:
         return options
@@ -29,3 +32,16 @@ def pipeline_options(beam_args: Sequence[str]) -> PipelineOptions:
     except (ValueError, ImportError) as error:
         raise ConfigError("--runner", runner, f"is not a Beam runner here ({error})") from None
     return options
+
+
+def _refuse_unknown_options(options: PipelineOptions) -> None:
+    """Beam only logs a warning for an option it does not know (`--runnr`), then ignores it."""
+    known = options.get_all_options()
+    unknown = sorted(set(options.get_all_options(retain_unknown_options=True)) - set(known))
+    if not unknown:
+        return
+    name = unknown[0]
+    close = difflib.get_close_matches(name, list(known), n=1)
+    hint = f" (did you mean --{close[0]}?)" if close else ""
+    raise ConfigError(f"--{name}", options.get_all_options(retain_unknown_options=True)[name],
+                      f"is not a Beam pipeline option{hint}; Beam would ignore it")

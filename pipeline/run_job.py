@@ -12,7 +12,8 @@ from connectors.embedder_port import EmbedderFactory
 from connectors.search_port import PortFactory
 from pipeline.backends import embedder_factory_for, port_factory_for
 from pipeline.beam_options import pipeline_options
-from pipeline.build import build_pipeline
+from pipeline.build import ES_SCHEME, build_pipeline
+from pipeline.output_counts import output_counts
 from pipeline.preflight import preflight
 from pipeline.settings import Settings
 from pipeline.summary import RunSummary, summarize
@@ -41,4 +42,5 @@ def run_job(settings: Settings, *, queries_path: str, out_path: str, dead_letter
                    embedder_factory=embedder_factory, embedder_refusal=refusal)
     result = pipeline.run()
     result.wait_until_finish()
-    return summarize(result, time.monotonic() - started)
+    return summarize(result, time.monotonic() - started, lambda: output_counts(
+        queries_path, None if out_path.startswith(ES_SCHEME) else out_path, dead_letter_path))

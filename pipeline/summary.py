@@ -1,7 +1,10 @@
-"""The end-of-run summary, read from the job's Beam counters."""
+"""The end-of-run summary, read from the job's Beam counters, or from its files where the runner
+reports no metrics."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from apache_beam.metrics.metric import MetricsFilter
@@ -10,12 +13,14 @@ from apache_beam.runners.runner import PipelineResult
 from stages import counters
 
 REPORTED = counters.SUMMARY
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class RunSummary:
     counts: dict[str, int]
     seconds: float
+    from_metrics: bool = True
 
     @property
     def balanced(self) -> bool:
@@ -28,7 +33,8 @@ class RunSummary:
         rate = c[counters.QUERIES] / self.seconds if self.seconds > 0 else 0.0
         verdict = "ok" if self.balanced else "MISMATCH"
         return [
-            *(f"{name:>22}: {c[name]}" for name in REPORTED),
+            *(f"{name:>22}: {c.get(name, 'n/a (the runner reports no metrics)')}"
+              for name in REPORTED),
             f"{'seconds':>22}: {self.seconds:.2f}",
             f"{'queries/s':>22}: {rate:.1f}",
             f"inputs = outputs + dead letters: {c[counters.QUERIES]} = "
@@ -46,6 +52,18 @@ def counter_totals(result: PipelineResult) -> dict[str, int]:
     return totals
 
 
-def summarize(result: PipelineResult, seconds: float) -> RunSummary:
-    """The run's summary from its counters."""
-    return RunSummary(dict.fromkeys(REPORTED, 0) | counter_totals(result), seconds)
+def summarize(result: PipelineResult, seconds: float,
+              from_outputs: Callable[[], dict[str, int]]) -> RunSummary:
+    """The run's summary from its counters; a runner without metrics (or with none of ours)
+    gets the counts `from_outputs` reads off the job's files, and the others are n/a."""
+    try:
+        totals = counter_totals(result)
+    except NotImplementedError:
+        totals = {}
+    if counters.QUERIES in totals:
+        return RunSummary(dict.fromkeys(REPORTED, 0) | totals, seconds)
+    counted = from_outputs()
+    if not counted[counters.QUERIES]:
+        return RunSummary(dict.fromkeys(REPORTED, 0) | totals, seconds)
+    _log.warning("the runner reported no metrics; the summary counts the job's files")
+    return RunSummary(counted, seconds, from_metrics=False)

@@ -119,6 +119,25 @@ def test_beam_options_pass_through_to_the_runner(store_config: Path, tmp_path: P
     assert code == 0 and len(results) == 6 and dead == []
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["--runnr", "DirectRunner"],
+     "config --runnr='DirectRunner': is not a Beam pipeline option (did you mean --runner?)"),
+    (["--direct_num_worker=2"], "config --direct_num_worker='2': is not a Beam pipeline option "
+                                "(did you mean --direct_num_workers?)"),
+    (["--runner", "DaskRunner"], "config --runner='DaskRunner': is not supported: it sends every "
+                                 "element of a multi-output step to every output"),
+])
+def test_unknown_beam_options_and_the_refused_runner_fail_before_running(
+        store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        args: list[str], message: str) -> None:
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text('{"id": "q", "text": "x"}\n')
+    code = main(["run", "--config", str(store_config), "--queries", str(queries),
+                 "--out", str(tmp_path / "out.jsonl"), *args])
+    assert code == 2 and not (tmp_path / "out.jsonl").exists()
+    assert message in capsys.readouterr().err
+
+
 def test_index_from_documents_uses_relative_paths_as_doc_ids(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     (docs / "guide").mkdir(parents=True)
