@@ -20,7 +20,7 @@ class RecordFile:
     """Records by row number, from a mapped JSONL file."""
 
     def __init__(self, records_path: Path, offsets: np.ndarray) -> None:
-        self._offsets = offsets
+        self._offsets = np.asarray(offsets)  # a plain view of a memmap indexes much faster
         self._size = records_path.stat().st_size
         self._data: mmap.mmap | bytes = b""
         if self._size:
@@ -49,7 +49,8 @@ class RecordFile:
 
     def line(self, row: int) -> bytes:
         """Record `row`'s JSON line, newline included."""
-        return self._data[int(self._offsets[row]):int(self._offsets[row + 1])]
+        start, end = self._offsets[row:row + 2].tolist()
+        return self._data[start:end]
 
     def record(self, row: int) -> dict[str, Any]:
         record: dict[str, Any] = json.loads(self.line(row))
