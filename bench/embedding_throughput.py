@@ -27,7 +27,8 @@ import apache_beam as beam
 
 from connectors.embedders.model_location import MINILM
 from connectors.embedders.sentence_transformer import SentenceTransformerEmbedder
-from pipeline.query_lines import ParseQueries, ReadQueryLines
+from pipeline.line_blocks import ReadNumberedLines
+from pipeline.query_lines import ParseQueries
 from stages.embed import EmbedQueries
 from stages.shared_embedder import SharedEmbedder
 
@@ -65,7 +66,7 @@ def pipeline_embed(shared: SharedEmbedder, batch: list[str], batch_size: int) ->
                                 for i, t in enumerate(batch)))
         started = time.perf_counter()
         with beam.Pipeline() as pipeline:
-            _ = (pipeline | ReadQueryLines(str(path)) | ParseQueries()).queries | EmbedQueries(
+            _ = (pipeline | ReadNumberedLines(str(path)) | ParseQueries()).queries | EmbedQueries(
                 shared, batch_size=batch_size)
         return time.perf_counter() - started
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import orjson
 
 MAX_LINE_CHARS = 16 * 1024 * 1024
 MAX_NESTING = 64
@@ -22,6 +23,8 @@ MAX_NUMBER_DIGITS = 400
 MAX_VECTOR_LENGTH = 16_384
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_LONG_DIGITS = re.compile(r"\d{19,}")
+"""orjson reads a whole number of more than 64 bits as a float; such lines go to `json`."""
 
 
 def loads(text: str) -> Any:
@@ -33,12 +36,31 @@ def loads(text: str) -> Any:
     if len(text) > MAX_LINE_CHARS:
         raise ValueError(f"line has {len(text)} characters; at most {MAX_LINE_CHARS} are read")
     try:
-        value = json.loads(text, parse_int=_int)
-    except RecursionError:
-        raise ValueError(f"JSON nested too deeply (at most {MAX_NESTING} levels)") from None
+        value = _fast_loads(text)
+    except (orjson.JSONDecodeError, _NeedsStandardParser):
+        value = _standard_loads(text)
     if text.count("[") + text.count("{") > MAX_NESTING:  # else it cannot nest that deep
         check_nesting(value)
     return value
+
+
+class _NeedsStandardParser(Exception):
+    pass
+
+
+def _fast_loads(text: str) -> Any:
+    """orjson (ten times faster on vectors), for lines that it reads exactly as `json` does;
+    anything it refuses goes to `json`, whose errors and extensions (NaN) stay the contract."""
+    if _LONG_DIGITS.search(text):
+        raise _NeedsStandardParser
+    return orjson.loads(text)
+
+
+def _standard_loads(text: str) -> Any:
+    try:
+        return json.loads(text, parse_int=_int)
+    except RecursionError:
+        raise ValueError(f"JSON nested too deeply (at most {MAX_NESTING} levels)") from None
 
 
 def check_nesting(value: Any, depth: int = 0) -> None:

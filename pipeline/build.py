@@ -14,8 +14,9 @@ from connectors.search_port import PortFactory
 from pipeline.backends import embedder_factory_for, port_factory_for
 from pipeline.es_sinks import WriteEvidenceToElasticsearch
 from pipeline.evidence_transform import EvidenceTransform
+from pipeline.line_blocks import ReadNumberedLines
 from pipeline.progress import LogProgress
-from pipeline.query_lines import ParseQueries, ReadQueryLines
+from pipeline.query_lines import ParseQueries
 from pipeline.settings import Settings
 from stages import counters
 from stages.internal_errors import InternalDeadLetters
@@ -43,7 +44,7 @@ def build_pipeline(
     """
     errors = CollectingErrorHandler()
     parsed = (pipeline
-              | "ReadQueries" >> ReadQueryLines(queries_path)
+              | "ReadQueries" >> ReadNumberedLines(queries_path)
               | "Parse" >> ParseQueries().with_error_handler(errors))
     evidence = parsed.queries | "Evidence" >> EvidenceTransform(
         settings,

@@ -8,7 +8,8 @@ import logging
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo
 from connectors.errors import DimensionMismatchError, EmbedderMismatchError, RagEvidenceError
 from connectors.search_port import PortFactory
-from pipeline.query_lines import parse_query_line, read_numbered_lines
+from pipeline.line_blocks import read_numbered_lines
+from pipeline.query_lines import parse_query_line
 from stages.embed import needs_embedding
 from stages.models import Query
 

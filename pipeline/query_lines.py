@@ -7,32 +7,18 @@ from json import JSONDecodeError
 
 import apache_beam as beam
 from apache_beam import pvalue
-from apache_beam.io.filesystems import FileSystems
 from pydantic import ValidationError
 
 from connectors.input_limits import loads
+from pipeline.line_blocks import NumberedLine
 from pipeline.validation_messages import describe_validation_error
 from stages import counters
 from stages.dead_letters import DEAD_LETTER, routed
 from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, Query
 
-BOM = b"\xef\xbb\xbf"
 _SHOWN_CHARS = 10_000
 """How much of a line that is not JSON a dead letter keeps."""
-NumberedLine = tuple[int, bytes]
-"""A line as read: its number and its bytes, decoded by the parser (so that a line that is not
-UTF-8 becomes a dead letter of its own, never a replacement character or a crash)."""
-
-
-def read_numbered_lines(path: str) -> Iterator[NumberedLine]:
-    """(line number, bytes) for each non-blank line of `path` (any Beam filesystem); a UTF-8
-    byte-order mark opening the file is dropped."""
-    with FileSystems.open(path) as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = raw.removeprefix(BOM).strip() if number == 1 else raw.strip()
-            if line:
-                yield number, line
 
 
 def decode_line(line: str | bytes) -> str:
@@ -92,16 +78,3 @@ class ParseQueries(HandlesErrors,
     def expand(self, lines: beam.PCollection[NumberedLine]) -> pvalue.DoOutputsTuple:
         return lines | "ParseQueryLines" >> self._guarded(beam.ParDo(_ParseDoFn()).with_outputs(
             DEAD_LETTER, main="queries"))
-
-
-class ReadQueryLines(beam.PTransform[beam.pvalue.PBegin, beam.PCollection[NumberedLine]]):
-    """Reads a query JSONL file as numbered lines, keeping line numbers for dead letters."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__()
-        self._path = path
-
-    def expand(self, begin: beam.pvalue.PBegin) -> beam.PCollection[NumberedLine]:
-        return (begin
-                | "QueryFile" >> beam.Create([self._path])
-                | "ReadLines" >> beam.FlatMap(read_numbered_lines))

@@ -23,7 +23,7 @@ from pipeline.ingest.transforms import (
     ParseChunkLines,
     WriteChunks,
 )
-from pipeline.query_lines import read_numbered_lines
+from pipeline.line_blocks import ReadNumberedLines, read_numbered_lines
 from pipeline.settings import Settings
 from pipeline.summary import counter_totals
 from stages import counters
@@ -111,8 +111,7 @@ def _chunk_file_records(pipeline: beam.Pipeline, path: str, dimension: int
                         ) -> pvalue.DoOutputsTuple:
     """Chunk-record lines -> parsed records of `dimension`."""
     return (pipeline
-            | "ChunkFile" >> beam.Create([path])
-            | "Lines" >> beam.FlatMap(read_numbered_lines)
+            | "Lines" >> ReadNumberedLines(path)
             | "Parse" >> beam.ParDo(ParseChunkLines(path, dimension)).with_outputs(
                 FAILED, main="records"))
 
