@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.transforms.error_handling import CollectingErrorHandler
@@ -14,9 +15,11 @@ from connectors.search_port import PortFactory
 from pipeline.backends import embedder_factory_for, port_factory_for
 from pipeline.es_sinks import WriteEvidenceToElasticsearch
 from pipeline.evidence_transform import EvidenceTransform
-from pipeline.line_blocks import ReadNumberedLines
+from pipeline.parquet_io import is_parquet, result_row, write_parquet_results
 from pipeline.progress import LogProgress
 from pipeline.query_lines import ParseQueries
+from pipeline.query_sources import read_queries
+from pipeline.repeated_ids import RepeatedQueryIds
 from pipeline.settings import Settings
 from stages import counters
 from stages.internal_errors import InternalDeadLetters
@@ -43,9 +46,12 @@ def build_pipeline(
     set, dead-letters every query whose text would need embedding (see `preflight`).
     """
     errors = CollectingErrorHandler()
+    repeated_ids = (pipeline
+                    | "ReadQueriesForIds" >> read_queries(queries_path)
+                    | "RepeatedIds" >> RepeatedQueryIds())
     parsed = (pipeline
-              | "ReadQueries" >> ReadNumberedLines(queries_path)
-              | "Parse" >> ParseQueries().with_error_handler(errors))
+              | "ReadQueries" >> read_queries(queries_path)
+              | "Parse" >> ParseQueries(repeated_ids).with_error_handler(errors))
     evidence = parsed.queries | "Evidence" >> EvidenceTransform(
         settings,
         port_factory=port_factory or port_factory_for(settings),
@@ -58,6 +64,10 @@ def build_pipeline(
         config = settings.search.elasticsearch.adapter_config()
         dead_letters.append(results | "WriteResultsToElasticsearch" >> WriteEvidenceToElasticsearch(
             config, out_path[len(ES_SCHEME):]).with_error_handler(errors))
+    elif is_parquet(out_path):
+        (results
+         | "ResultRow" >> beam.Map(_counted_row).with_exception_handling(error_handler=errors)
+         | "WriteResults" >> write_parquet_results(out_path))
     else:
         (results
          | "ResultJson" >> beam.Map(_counted_json).with_output_types(str).with_exception_handling(
@@ -69,6 +79,12 @@ def build_pipeline(
      | "AllDeadLetters" >> beam.Flatten()
      | "DeadLetterJson" >> beam.Map(to_json_line).with_output_types(str)
      | "WriteDeadLetters" >> _write_lines(dead_letter_path))
+
+
+def _counted_row(result: QueryResult) -> dict[str, Any]:
+    row = result_row(result)
+    counters.count(counters.RESULTS)
+    return row
 
 
 def _counted_json(result: QueryResult) -> str:

@@ -9,7 +9,7 @@ compressed file cannot be cut and is read as one block.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
@@ -22,6 +22,8 @@ _SCAN_BYTES = 8 * 1024 * 1024
 NumberedLine = tuple[int, bytes]
 """A line as read: its number and its bytes, decoded by the parser (so that a line that is not
 UTF-8 becomes a dead letter of its own, never a replacement character or a crash)."""
+InputRecord = tuple[int, bytes | dict[str, Any]]
+"""A query as read: its line (or Parquet row) number, and its bytes (or the row's columns)."""
 Block = tuple[str, int, int]
 """(path, first byte, end byte); end -1: the whole (compressed) file."""
 LineStarts = tuple[int, int]
@@ -33,6 +35,17 @@ def read_numbered_lines(path: str) -> Iterator[NumberedLine]:
     byte-order mark opening the file is dropped."""
     with FileSystems.open(path) as handle:
         yield from _numbered(handle, 1, first=True)
+
+
+def decode_line(line: str | bytes) -> str:
+    """The text of a line; raises ValueError naming the first byte that is not UTF-8."""
+    if isinstance(line, str):
+        return line
+    try:
+        return line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"line is not valid UTF-8 (byte 0x{line[error.start]:02x} at "
+                         f"position {error.start})") from None
 
 
 def file_blocks(path: str, block_bytes: int = BLOCK_BYTES) -> Iterator[Block]:

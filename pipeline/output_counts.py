@@ -2,17 +2,8 @@
 
 from __future__ import annotations
 
-from apache_beam.io.filesystems import FileSystems
-
+from pipeline.query_sources import count_records
 from stages import counters
-
-
-def count_records(path: str) -> int:
-    """Non-blank lines of a JSONL file (any Beam filesystem); 0 when it does not exist."""
-    if not FileSystems.exists(path):
-        return 0
-    with FileSystems.open(path) as handle:
-        return sum(1 for line in handle if line.strip())
 
 
 def output_counts(queries_path: str, out_path: str | None, dead_letter_path: str

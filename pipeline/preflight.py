@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
 
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo
 from connectors.errors import DimensionMismatchError, EmbedderMismatchError, RagEvidenceError
 from connectors.search_port import PortFactory
-from pipeline.line_blocks import read_numbered_lines
 from pipeline.query_lines import parse_query_line
+from pipeline.query_sources import first_records
 from stages.embed import needs_embedding
 from stages.models import Query
 
@@ -72,7 +71,7 @@ def embedder_problem(configured: EmbedderInfo, dimension: int, recorded: Embedde
 
 
 def _text_queries_ahead(path: str) -> bool:
-    for number, text in itertools.islice(read_numbered_lines(path), PEEK_LINES):
+    for number, text in first_records(path, PEEK_LINES):
         parsed = parse_query_line(number, text)
         if isinstance(parsed, Query) and needs_embedding(parsed):
             return True

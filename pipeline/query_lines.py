@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from json import JSONDecodeError
+from typing import Any
 
 import apache_beam as beam
 from apache_beam import pvalue
 from pydantic import ValidationError
 
 from connectors.input_limits import loads
-from pipeline.line_blocks import NumberedLine
+from pipeline.line_blocks import InputRecord, decode_line
+from pipeline.repeated_ids import repeated_id_letter
 from pipeline.validation_messages import describe_validation_error
 from stages import counters
 from stages.dead_letters import DEAD_LETTER, routed
@@ -21,19 +23,12 @@ _SHOWN_CHARS = 10_000
 """How much of a line that is not JSON a dead letter keeps."""
 
 
-def decode_line(line: str | bytes) -> str:
-    """The text of a line; raises ValueError naming the first byte that is not UTF-8."""
-    if isinstance(line, str):
-        return line
-    try:
-        return line.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ValueError(f"line is not valid UTF-8 (byte 0x{line[error.start]:02x} at "
-                         f"position {error.start})") from None
-
-
-def parse_query_line(line_number: int, line: str | bytes) -> Query | DeadLetter:
-    """Parses one JSONL line; any problem becomes a DeadLetter naming the field and value."""
+def parse_query_line(line_number: int, line: str | bytes | dict[str, Any]
+                     ) -> Query | DeadLetter:
+    """Parses one JSONL line (or a Parquet row, already a dict); any problem becomes a
+    DeadLetter naming the field and value."""
+    if isinstance(line, dict):
+        return _validated(line_number, line)
     try:
         text = decode_line(line)
     except ValueError as error:
@@ -49,6 +44,10 @@ def parse_query_line(line_number: int, line: str | bytes) -> Query | DeadLetter:
     if not isinstance(data, dict):
         return DeadLetter(stage="parse", error="line must be a JSON object",
                           line_number=line_number, input=data)
+    return _validated(line_number, data)
+
+
+def _validated(line_number: int, data: dict[str, Any]) -> Query | DeadLetter:
     try:
         return Query.model_validate(data).from_line(line_number)
     except ValidationError as error:
@@ -62,19 +61,33 @@ def _query_id(data: dict[str, object]) -> str | None:
 
 
 class _ParseDoFn(beam.DoFn):
-    def process(self, line: NumberedLine) -> Iterator[Query | pvalue.TaggedOutput]:
+    def process(self, record: InputRecord, first_lines: Mapping[str, int]
+                ) -> Iterator[Query | pvalue.TaggedOutput]:
         counters.count(counters.QUERIES)
-        yield from routed([parse_query_line(*line)])
+        parsed = parse_query_line(*record)
+        if isinstance(parsed, Query):
+            parsed = repeated_id_letter(parsed, first_lines) or parsed
+        yield from routed([parsed])
 
 
 class ParseQueries(HandlesErrors,
-                   beam.PTransform[beam.PCollection[NumberedLine], pvalue.DoOutputsTuple]):
-    """(line number, text) -> Query (main `queries`) and DeadLetter (tag `dead_letter`).
+                   beam.PTransform[beam.PCollection[InputRecord], pvalue.DoOutputsTuple]):
+    """(line number, text or row) -> Query (main `queries`) and DeadLetter (tag
+    `dead_letter`). `repeated_ids`, (id, first line) pairs, dead-letters every later query
+    holding one of those ids.
 
     >>> parsed = lines | ParseQueries()  # doctest: +SKIP
     >>> parsed.queries, parsed.dead_letter  # doctest: +SKIP
     """
 
-    def expand(self, lines: beam.PCollection[NumberedLine]) -> pvalue.DoOutputsTuple:
-        return lines | "ParseQueryLines" >> self._guarded(beam.ParDo(_ParseDoFn()).with_outputs(
-            DEAD_LETTER, main="queries"))
+    def __init__(self, repeated_ids: beam.PCollection[tuple[str, int]] | None = None) -> None:
+        super().__init__()
+        self._repeated_ids = repeated_ids
+
+    def expand(self, lines: beam.PCollection[InputRecord]) -> pvalue.DoOutputsTuple:
+        repeated = self._repeated_ids
+        if repeated is None:
+            repeated = lines.pipeline | "NoRepeatedIds" >> beam.Create([])
+        first_lines = beam.pvalue.AsDict(repeated)
+        return lines | "ParseQueryLines" >> self._guarded(
+            beam.ParDo(_ParseDoFn(), first_lines).with_outputs(DEAD_LETTER, main="queries"))

@@ -11,8 +11,7 @@ from connectors.chunk_record import ChunkRecord
 from connectors.errors import InvalidInputError
 from connectors.input_limits import loads
 from pipeline.ingest.chunking import chunk_text
-from pipeline.line_blocks import read_numbered_lines
-from pipeline.query_lines import decode_line
+from pipeline.line_blocks import decode_line, read_numbered_lines
 from pipeline.validation_messages import failures
 
 DOC_SUFFIXES = (".txt", ".md", ".markdown", ".rst")

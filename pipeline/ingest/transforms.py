@@ -12,7 +12,7 @@ from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import ChunkTarget, ChunkWriter
 from connectors.errors import DimensionMismatchError, InvalidInputError, RagEvidenceError
 from pipeline.ingest.sources import DocumentChunk, parse_chunk_line
-from pipeline.query_lines import NumberedLine
+from pipeline.line_blocks import NumberedLine
 from stages import counters
 from stages.identity import chunk_key
 from stages.owning_dofn import OwningDoFn

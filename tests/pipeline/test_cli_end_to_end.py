@@ -10,51 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline.cli import main
-from tests.builders import chunk_records, unit_vectors
-
-DIM = 8
-
-
-@pytest.fixture(scope="module")
-def store_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("e2e")
-    chunks = root / "chunks.jsonl"
-    records = chunk_records(unit_vectors(40, dim=DIM), chunks_per_doc=4)
-    chunks.write_text("".join(r.model_dump_json() + "\n" for r in records))
-    config = root / "config.yaml"
-    config.write_text(
-        f"search:\n  embedded:\n    path: {root / 'store'}\nembedder:\n  dim: {DIM}\n"
-        "rag:\n  retrieve-k: 10\n  return-n: 3\n"
-    )
-    assert main(["index", "--config", str(config), "--chunks", str(chunks)]) == 0
-    return config
-
-
-def _lines(path: Path) -> list[dict]:
-    return [
-        json.loads(line) for line in path.read_text(encoding="utf-8").split("\n") if line.strip()
-    ]
-
-
-def _run(config: Path, tmp: Path, lines: list[str], *extra: str) -> tuple[list, list, int]:
-    queries = tmp / "queries.jsonl"
-    queries.write_text("\n".join(lines) + "\n")
-    out, dead = tmp / "out.jsonl", tmp / "dead.jsonl"
-    code = main(
-        [
-            "run",
-            "--config",
-            str(config),
-            "--queries",
-            str(queries),
-            "--out",
-            str(out),
-            "--dead-letter",
-            str(dead),
-            *extra,
-        ]
-    )
-    return _lines(out), _lines(dead), code
+from tests.builders import unit_vectors
+from tests.pipeline.cli_runs import DIM, lines_of, run_cli
 
 
 def test_run_writes_one_result_per_query_and_dead_letters_the_rest(
@@ -67,7 +24,7 @@ def test_run_writes_one_result_per_query_and_dead_letters_the_rest(
         "not json at all",
         json.dumps({"id": "short", "vector": [1.0, 0.0]}),
     ]
-    results, dead, code = _run(store_config, tmp_path, lines)
+    results, dead, code = run_cli(store_config, tmp_path, lines)
     assert code == 0
     by_id = {r["query_id"]: r for r in results}
     assert set(by_id) == {"by-vector", "by-text"}
@@ -101,7 +58,7 @@ def test_a_chunk_found_by_two_sub_queries_is_one_block_with_both_reasons(
 ) -> None:
     vector = unit_vectors(40, dim=DIM)[9].tolist()
     line = json.dumps({"id": "rewrites", "vector": vector, "vectors": [vector]})
-    results, dead, code = _run(store_config, tmp_path, [line])
+    results, dead, code = run_cli(store_config, tmp_path, [line])
     assert code == 0 and dead == []
     (result,) = results
     keys = [b["evidence_key"] for b in result["evidence"]]
@@ -113,7 +70,7 @@ def test_a_chunk_found_by_two_sub_queries_is_one_block_with_both_reasons(
 
 def test_beam_options_pass_through_to_the_runner(store_config: Path, tmp_path: Path) -> None:
     lines = [json.dumps({"id": f"q{i}", "text": f"content {i}"}) for i in range(6)]
-    results, dead, code = _run(
+    results, dead, code = run_cli(
         store_config, tmp_path, lines, "--runner", "DirectRunner", "--direct_num_workers", "2"
     )
     assert code == 0 and len(results) == 6 and dead == []
@@ -157,7 +114,7 @@ def test_index_from_documents_uses_relative_paths_as_doc_ids(tmp_path: Path) -> 
         )
         == 0
     )
-    records = _lines(store / "records.jsonl")
+    records = lines_of(store / "records.jsonl")
     assert records[0]["id"] == "guide/intro.md#chunk-0"
     assert [r["metadata"]["chunkIndex"] for r in records] == list(range(len(records)))
     assert all(len(r["content"]) <= 200 for r in records)
@@ -211,7 +168,7 @@ def test_every_input_line_ends_as_a_result_or_a_dead_letter(
     store_config: Path, tmp_path: Path, lines: list[str]
 ) -> None:
     lines = [line.replace("\n", " ").replace("\r", " ") for line in lines]
-    results, dead, code = _run(store_config, tmp_path, lines)
+    results, dead, code = run_cli(store_config, tmp_path, lines)
     assert code == 0
     # blank means ASCII white space only, as in JSON: "\x1c" is a line, and a dead letter
     assert len(results) + len(dead) == sum(1 for line in lines if line.encode().strip())

@@ -1,0 +1,81 @@
+"""Bulk inputs: repeated query ids, Parquet queries and results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.cli import main
+from tests.builders import unit_vectors
+from tests.pipeline.cli_runs import DIM, lines_of, run_cli
+
+VECTORS = unit_vectors(40, dim=DIM)
+
+
+def test_a_repeated_query_id_is_a_dead_letter_naming_the_first_line(
+        store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = [json.dumps({"id": "q1", "vector": VECTORS[0].tolist()}),
+             json.dumps({"id": "q2", "vector": VECTORS[1].tolist()}),
+             json.dumps({"id": "q1", "vector": VECTORS[2].tolist()}),
+             "",
+             json.dumps({"id": "q1", "text": "content 3"})]
+    results, dead, code = run_cli(store_config, tmp_path, lines)
+    assert code == 0
+    by_id = {r["query_id"]: r for r in results}
+    assert sorted(by_id) == ["q1", "q2"]
+    assert by_id["q1"]["evidence"][0]["evidence_key"] == "doc0#chunk-0"
+    assert [(d["line_number"], d["query_id"], d["error"]) for d in dead] == [
+        (n, "q1", "id 'q1' is already used by line 1; query ids must be unique (the first "
+                  "line keeps it)") for n in (3, 5)]
+    assert dead[0]["input"]["vector"] == pytest.approx(VECTORS[2].tolist())
+    assert "inputs = outputs + dead letters: 4 = 2 + 2 (ok)" in capsys.readouterr().out
+
+
+def test_an_invalid_first_line_still_owns_its_id(store_config: Path, tmp_path: Path) -> None:
+    lines = [json.dumps({"id": "q1", "vector": "oops"}),
+             json.dumps({"id": "q1", "vector": VECTORS[0].tolist()})]
+    results, dead, _ = run_cli(store_config, tmp_path, lines)
+    assert results == []
+    assert [(d["line_number"], "already used by line 1" in d["error"]) for d in dead] == [
+        (1, False), (2, True)]
+
+
+def _queries_table(rows: list[dict]) -> pa.Table:
+    schema = pa.schema([("id", pa.string()), ("text", pa.string()),
+                        ("vector", pa.list_(pa.float32()))])
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def test_parquet_queries_in_and_parquet_results_out(store_config: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [{"id": f"v{i}", "vector": VECTORS[i].tolist()} for i in range(5)]
+    rows += [{"id": "t", "text": "content 7"}, {"id": "neither"},
+             {"id": "short", "vector": [1.0, 0.0]}]
+    queries = tmp_path / "q.parquet"
+    pq.write_table(_queries_table(rows), queries, row_group_size=3)
+    out, dead = tmp_path / "out.parquet", tmp_path / "dead.jsonl"
+    assert main(["run", "--config", str(store_config), "--queries", str(queries),
+                 "--out", str(out), "--dead-letter", str(dead)]) == 0
+    results = {r["query_id"]: r for r in pq.read_table(out).to_pylist()}
+    assert sorted(results) == ["t", "v0", "v1", "v2", "v3", "v4"]
+    assert results["v3"]["evidence"][0]["evidence_key"] == "doc0#chunk-3"
+    assert results["v3"]["projected"][0]["document_id"] == "doc0#chunk-3"
+    assert [(d["line_number"], d["query_id"]) for d in lines_of(dead)] == [(7, "neither"),
+                                                                         (8, "short")]
+    assert "inputs = outputs + dead letters: 8 = 6 + 2 (ok)" in capsys.readouterr().out
+
+
+def test_parquet_results_hold_what_jsonl_results_hold(store_config: Path,
+                                                      tmp_path: Path) -> None:
+    lines = [json.dumps({"id": f"q{i}", "vector": VECTORS[i].tolist()}) for i in range(6)]
+    jsonl_results, _, _ = run_cli(store_config, tmp_path, lines)
+    out = tmp_path / "out.parquet"
+    assert main(["run", "--config", str(store_config), "--queries",
+                 str(tmp_path / "queries.jsonl"), "--out", str(out)]) == 0
+    parquet_results = pq.read_table(out).to_pylist()
+    assert sorted(parquet_results, key=lambda r: r["query_id"]) == sorted(
+        jsonl_results, key=lambda r: r["query_id"])
