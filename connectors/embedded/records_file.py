@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import numpy as np
+import orjson
 
 
 class RecordFile:
@@ -53,7 +54,11 @@ class RecordFile:
         return self._data[start:end]
 
     def record(self, row: int) -> dict[str, Any]:
-        record: dict[str, Any] = json.loads(self.line(row))
+        line = self.line(row)
+        try:
+            record: dict[str, Any] = orjson.loads(line)
+        except orjson.JSONDecodeError:  # NaN or Infinity in metadata, which json wrote
+            record = json.loads(line)
         return record
 
     def metadata(self) -> Iterator[dict[str, Any]]:

@@ -142,3 +142,11 @@ def test_write_store_stages_each_batch_on_disk_before_taking_the_next(tmp_path: 
     lines = (tmp_path / "store" / RECORDS_FILE).read_text().splitlines()
     assert [json.loads(line)["id"] for line in lines[:3]] == ["doc0#chunk-0", "doc1#chunk-0",
                                                               "doc2#chunk-0"]
+
+
+def test_metadata_holding_nan_reads_back(tmp_path: Path) -> None:
+    record = ChunkRecord(id="d#chunk-0", vector=(1.0, 0.0), content="x",
+                         metadata={"docId": "d", "weight": float("nan")})
+    write_store(tmp_path, [record])
+    (hits,) = EmbeddedStore.open(tmp_path).search([SearchRequest(vector=(1.0, 0.0), k=1)])
+    assert np.isnan(hits[0].metadata["weight"])  # type: ignore[index]

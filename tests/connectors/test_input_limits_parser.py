@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,3 +37,10 @@ def test_what_orjson_refuses_or_reads_otherwise_is_read_as_before() -> None:
     for text in ['{"a": NaN}', '{"a": 1e400}', '{"a": "\\ud800"}',
                  '{"a": 123456789012345678901234567890}', '{"a": -9223372036854775809}']:
         assert repr(_typed(loads(text))) == repr(_typed(json.loads(text)))
+
+
+@pytest.mark.parametrize("text", ['{"v": [1, 12345678901234567890]}',
+                                  '{"f": {"n": -12345678901234567890}}',
+                                  '[[1.5, "x", 99999999999999999999]]'])
+def test_whole_numbers_beyond_64_bits_stay_whole(text: str) -> None:
+    assert repr(_typed(loads(text))) == repr(_typed(json.loads(text)))
