@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.cli import main
-from tests.builders import unit_vectors
+from tests.builders import chunk_records, unit_vectors
 from tests.pipeline.cli_runs import DIM, lines_of, run_cli
 
 VECTORS = unit_vectors(40, dim=DIM)
@@ -79,3 +79,23 @@ def test_parquet_results_hold_what_jsonl_results_hold(store_config: Path,
     parquet_results = pq.read_table(out).to_pylist()
     assert sorted(parquet_results, key=lambda r: r["query_id"]) == sorted(
         jsonl_results, key=lambda r: r["query_id"])
+
+
+def test_an_hnsw_store_is_built_by_index_with_its_recall_and_expected_by_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text("".join(r.model_dump_json() + "\n"
+                              for r in chunk_records(unit_vectors(300, dim=DIM), 3)))
+    store = ["--set", f"search.embedded.path={tmp_path / 'store'}", "--set", f"embedder.dim={DIM}"]
+    assert main(["index", "--chunks", str(chunks), *store,
+                 "--set", "search.embedded.index=hnsw"]) == 0
+    assert "hnsw index (m=32, ef-construction=200, ef-search=128): recall@20 " in (
+        capsys.readouterr().out)
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q", "vector": unit_vectors(300, dim=DIM)[4].tolist()}))
+    out = tmp_path / "out.jsonl"
+    assert main(["run", "--queries", str(queries), "--out", str(out), *store]) == 2
+    assert "search.embedded.index='flat': the store at" in capsys.readouterr().err
+    assert main(["run", "--queries", str(queries), "--out", str(out), *store,
+                 "--set", "search.embedded.index=hnsw"]) == 0
+    assert lines_of(out)[0]["evidence"][0]["evidence_key"] == "doc1#chunk-1"
