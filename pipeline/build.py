@@ -15,12 +15,13 @@ from connectors.search_port import PortFactory
 from pipeline.backends import embedder_factory_for, port_factory_for
 from pipeline.es_sinks import WriteEvidenceToElasticsearch
 from pipeline.evidence_transform import EvidenceTransform
-from pipeline.parquet_io import is_parquet, result_row, write_parquet_results
+from pipeline.parquet_io import RESULT_SCHEMA, is_parquet, result_row
 from pipeline.progress import LogProgress
 from pipeline.query_lines import ParseQueries
 from pipeline.query_sources import read_queries
 from pipeline.repeated_ids import RepeatedQueryIds
 from pipeline.settings import Settings
+from pipeline.single_file_sink import ParquetRows, TextLines, WriteToSingleFile
 from stages import counters
 from stages.internal_errors import InternalDeadLetters
 from stages.models import DeadLetter, QueryResult
@@ -67,18 +68,18 @@ def build_pipeline(
     elif is_parquet(out_path):
         (results
          | "ResultRow" >> beam.Map(_counted_row).with_exception_handling(error_handler=errors)
-         | "WriteResults" >> write_parquet_results(out_path))
+         | "WriteResults" >> WriteToSingleFile(out_path, ParquetRows(RESULT_SCHEMA)))
     else:
         (results
          | "ResultJson" >> beam.Map(_counted_json).with_output_types(str).with_exception_handling(
              error_handler=errors)
-         | "WriteResults" >> _write_lines(out_path))
+         | "WriteResults" >> WriteToSingleFile(out_path, TextLines()))
     errors.close()
     dead_letters.append(errors.output() | "InternalErrors" >> InternalDeadLetters())
     (tuple(dead_letters)
      | "AllDeadLetters" >> beam.Flatten()
      | "DeadLetterJson" >> beam.Map(to_json_line).with_output_types(str)
-     | "WriteDeadLetters" >> _write_lines(dead_letter_path))
+     | "WriteDeadLetters" >> WriteToSingleFile(dead_letter_path, TextLines()))
 
 
 def _counted_row(result: QueryResult) -> dict[str, Any]:
@@ -99,7 +100,3 @@ def to_json_line(record: QueryResult | DeadLetter) -> str:
         return record.model_dump_json()
     except PydanticSerializationError:
         return json.dumps(record.model_dump(), ensure_ascii=True)
-
-
-def _write_lines(path: str) -> beam.io.WriteToText:
-    return beam.io.WriteToText(path, shard_name_template="", num_shards=1)

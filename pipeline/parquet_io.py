@@ -77,7 +77,3 @@ RESULT_SCHEMA = pa.schema([
 def result_row(result: QueryResult) -> dict[str, Any]:
     row: dict[str, Any] = result.model_dump(mode="python")
     return row
-
-
-def write_parquet_results(path: str) -> beam.io.WriteToParquet:
-    return beam.io.WriteToParquet(path, RESULT_SCHEMA, shard_name_template="", num_shards=1)

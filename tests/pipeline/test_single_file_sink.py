@@ -1,0 +1,45 @@
+"""One output file from many bundles and workers, streamed through part files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipeline.single_file_sink import ParquetRows, TextLines, WriteToSingleFile
+
+MULTI = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
+
+
+@pytest.mark.parametrize("options", [[], MULTI], ids=["in-memory", "multi-processing"])
+def test_every_line_lands_once_in_the_one_file_and_no_part_is_left(
+        tmp_path: Path, options: list[str]) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_text("old contents\n")
+    with beam.Pipeline(options=PipelineOptions(options)) as pipeline:
+        _ = (pipeline | beam.Create([f"line {i}" for i in range(5000)]) | beam.Reshuffle()
+             | WriteToSingleFile(str(out), TextLines()))
+    assert sorted(out.read_text().splitlines()) == sorted(f"line {i}" for i in range(5000))
+    assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
+
+
+def test_no_element_gives_an_empty_file(tmp_path: Path) -> None:
+    out = tmp_path / "empty.jsonl"
+    with beam.Pipeline() as pipeline:
+        _ = pipeline | beam.Create([]) | WriteToSingleFile(str(out), TextLines())
+    assert out.read_bytes() == b""
+
+
+def test_parquet_parts_merge_into_one_readable_file(tmp_path: Path) -> None:
+    schema = pa.schema([("id", pa.string()), ("n", pa.int64())])
+    out = tmp_path / "out.parquet"
+    with beam.Pipeline() as pipeline:
+        _ = (pipeline | beam.Create([{"id": f"r{i}", "n": i} for i in range(2500)])
+             | beam.Reshuffle() | WriteToSingleFile(str(out), ParquetRows(schema, group_rows=300)))
+    rows = pq.read_table(out).to_pylist()
+    assert sorted(r["n"] for r in rows) == list(range(2500))
+    assert pq.ParquetFile(out).schema_arrow == schema
