@@ -74,10 +74,13 @@ def query_vectors(size: int, dim: int) -> np.ndarray:
 
 
 def write_queries(path: Path, size: int, dim: int) -> None:
-    with open(path, "wb") as out:
+    """Written beside and renamed, so that an interrupted bench leaves no short file."""
+    partial = path.with_suffix(".partial")
+    with open(partial, "wb") as out:
         for i, vector in enumerate(query_vectors(size, dim)):
             out.write(orjson.dumps({"id": f"q{i}", "vector": vector},
                                    option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+    partial.rename(path)
 
 
 def _peak_rss_mb() -> float:
