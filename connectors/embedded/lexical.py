@@ -30,16 +30,21 @@ def build_lexical_index(contents: Sequence[str], directory: Path) -> bool:
 
 
 class LexicalIndex:
-    """A saved BM25 index, memory-mapped; `None` directory means an empty index."""
+    """A saved BM25 index, memory-mapped, loaded by the first text search (its vocabulary is
+    a dict in memory: a job of vector queries never pays for it); `None` directory means an
+    empty index."""
 
     def __init__(self, directory: Path | None, rows: int) -> None:
         self._rows = rows
-        self._retriever = (None if directory is None else
-                           bm25s.BM25.load(str(directory), mmap=True, show_progress=False))
+        self._directory = directory
+        self._retriever: bm25s.BM25 | None = None
 
     def scores(self, text: str) -> np.ndarray:
         """BM25 score of every row for `text`; zero where no term matches."""
         (query_tokens,) = tokens([text])
-        if not query_tokens or self._retriever is None:
+        if not query_tokens or self._directory is None:
             return np.zeros(self._rows, dtype=np.float32)
+        if self._retriever is None:
+            self._retriever = bm25s.BM25.load(str(self._directory), mmap=True,
+                                              show_progress=False)
         return np.asarray(self._retriever.get_scores(query_tokens), dtype=np.float32)
