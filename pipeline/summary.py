@@ -43,8 +43,14 @@ class RunSummary:
 
 
 def counter_totals(result: PipelineResult) -> dict[str, int]:
-    """Sums the committed (or, where a runner has none, attempted) rag_evidence counters."""
-    query = result.metrics().query(MetricsFilter().with_namespace(counters.NAMESPACE))
+    """Sums the committed (or, where a runner has none, attempted) rag_evidence counters;
+    empty for a runner without metrics (Beam's `PipelineResult.metrics` raises
+    NotImplementedError there)."""
+    try:
+        metrics = result.metrics()
+    except NotImplementedError:
+        return {}
+    query = metrics.query(MetricsFilter().with_namespace(counters.NAMESPACE))
     totals: dict[str, int] = {}
     for counter in query["counters"]:
         value = counter.committed if counter.committed is not None else counter.attempted
@@ -56,14 +62,9 @@ def summarize(result: PipelineResult, seconds: float,
               from_outputs: Callable[[], dict[str, int]]) -> RunSummary:
     """The run's summary from its counters; a runner without metrics (or with none of ours)
     gets the counts `from_outputs` reads off the job's files, and the others are n/a."""
-    try:
-        totals = counter_totals(result)
-    except NotImplementedError:
-        totals = {}
-    if counters.QUERIES in totals:
-        return RunSummary(dict.fromkeys(REPORTED, 0) | totals, seconds)
-    counted = from_outputs()
-    if not counted[counters.QUERIES]:
+    totals = counter_totals(result)
+    counted = {} if counters.QUERIES in totals else from_outputs()
+    if not counted.get(counters.QUERIES):
         return RunSummary(dict.fromkeys(REPORTED, 0) | totals, seconds)
     _log.warning("the runner reported no metrics; the summary counts the job's files")
     return RunSummary(counted, seconds, from_metrics=False)

@@ -9,7 +9,7 @@ import pytest
 from apache_beam.runners.runner import PipelineResult, PipelineState
 
 from pipeline.output_counts import output_counts
-from pipeline.summary import summarize
+from pipeline.summary import counter_totals, summarize
 from stages import counters
 
 
@@ -74,3 +74,7 @@ def test_an_empty_input_is_zeros_without_a_warning(
                         lambda: output_counts(str(empty), str(empty), str(tmp_path / "none")))
     assert summary.counts[counters.QUERIES] == 0 and summary.balanced
     assert "no metrics" not in caplog.text
+
+
+def test_counter_totals_of_a_runner_without_metrics_are_empty() -> None:
+    assert counter_totals(_NoMetricsResult()) == {}
