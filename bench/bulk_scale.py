@@ -29,10 +29,9 @@ import orjson
 from connectors.chunk_record import ChunkRecord
 from connectors.embedded.layout import HNSW_FILE, VECTORS_FILE
 from connectors.embedded.store import EmbeddedStore
-from connectors.embedded.vector_search import HnswGraph, exact_neighbours
+from connectors.embedded.vector_search import HnswGraph, HnswParams, exact_neighbours
 from connectors.embedded.writer import EmbeddedStoreTarget
 from connectors.search_port import SearchRequest
-from pipeline.settings import HnswSettings
 
 MODES = {
     "memory": [],
@@ -60,7 +59,7 @@ def _records(vectors: np.ndarray, first: int, chunks_per_doc: int = 4
 
 
 def build_store(path: Path, chunks: int, dim: int, index: str) -> str | None:
-    target = EmbeddedStoreTarget(path, index, HnswSettings().params())  # type: ignore[arg-type]
+    target = EmbeddedStoreTarget(path, index, HnswParams())  # type: ignore[arg-type]
     target.prepare(dim, None)
     writer = target.open_writer()
     vectors = _clustered(chunks, dim, seed=1)
@@ -91,7 +90,7 @@ def _peak_rss_mb() -> float:
 
 def child_run(args: argparse.Namespace) -> None:
     """One `rag-evidence run`, in this fresh process; prints seconds and peak RSS."""
-    from pipeline.cli import main
+    from pipeline.cli.main import main
 
     out = Path(args.work) / f"out-{args.size}-{args.mode}.jsonl"
     started = time.monotonic()
@@ -180,7 +179,7 @@ def main() -> None:
 def _hnsw_recall(args: argparse.Namespace, sample: int = 2000) -> str:
     """recall@k of the HNSW store against exact search, on the bench's own queries."""
     vectors = np.load(args.store / VECTORS_FILE, mmap_mode="r")
-    graph = HnswGraph.load(args.store / HNSW_FILE, HnswSettings().ef_search)
+    graph = HnswGraph.load(args.store / HNSW_FILE, HnswParams().ef_search)
     queries = query_vectors(10_000, args.dim)[:sample]
     ks = [args.k] * sample
     exact, approximate = exact_neighbours(vectors, queries, ks), graph.neighbours(queries, ks)

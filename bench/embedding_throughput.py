@@ -27,8 +27,8 @@ import apache_beam as beam
 
 from connectors.embedders.model_location import MINILM
 from connectors.embedders.sentence_transformer import SentenceTransformerEmbedder
-from pipeline.line_blocks import ReadNumberedLines
-from pipeline.query_lines import ParseQueries
+from pipeline.io.line_blocks import ReadNumberedLines
+from pipeline.run.query_parse import ParseQueries
 from stages.embed import EmbedQueries
 from stages.shared_embedder import SharedEmbedder
 

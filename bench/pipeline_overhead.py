@@ -24,8 +24,8 @@ from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.vector_search import exact_neighbours
 from connectors.embedded.writer import write_store
 from connectors.search_port import SearchRequest
-from pipeline.config_loader import load_settings
-from pipeline.run_job import run_job
+from pipeline.config.loader import load_settings
+from pipeline.run.job import run_job
 
 
 def _unit(rows: int, dim: int, seed: int) -> np.ndarray:

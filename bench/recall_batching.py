@@ -32,15 +32,15 @@ from connectors.chunk_record import ChunkRecord
 from connectors.elasticsearch.bulk_writer import write_chunks
 from connectors.elasticsearch.index_admin import ensure_index
 from connectors.search_port import SearchHit
-from pipeline.config_loader import load_settings
-from pipeline.run_job import run_job
-from pipeline.settings import Settings
+from pipeline.config.loader import load_settings
+from pipeline.config.settings import Settings
+from pipeline.run.job import run_job
 from stages.dedup import dedup_by_evidence_key
 from stages.identity import normalize_identities
 from stages.models import RecalledHit
 from stages.per_doc_cap import cap_chunks_per_document
-from stages.projection import project
-from stages.top_n import to_evidence_blocks, top_n
+from stages.projection import project, to_evidence_blocks
+from stages.top_n import top_n
 from tests.es_server import free_port, running_server, wait_until_up
 
 CAVEAT = ("caveat: the test server emulates the Elasticsearch API and is far slower at kNN "
@@ -84,7 +84,7 @@ def _proxy_count(url: str) -> int:
 
 
 def _index(url: str, settings: Settings, corpus: np.ndarray) -> None:
-    config = settings.search.elasticsearch.adapter_config()
+    config = settings.search.elasticsearch
     client = Elasticsearch(url, request_timeout=120)
     ensure_index(client, config, corpus.shape[1])
     records = (ChunkRecord(id=f"doc{i // 4}#chunk-{i % 4}", vector=tuple(v.tolist()),
@@ -101,7 +101,7 @@ def naive_loop(url: str, settings: Settings, queries: np.ndarray) -> int:
     """One es.search per query, then the same post-processing, in a plain Python loop."""
     es = settings.search.elasticsearch
     client = Elasticsearch(url, request_timeout=120)
-    budget = settings.projection.budget()
+    budget = settings.projection
     answered = 0
     for vector in queries:
         response = client.search(index=es.index, knn={

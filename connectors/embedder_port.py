@@ -8,7 +8,10 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from connectors.params import Bound
+
 Purpose = Literal["query", "document"]
+EMBEDDER_DIM = Bound("embedder.dim", ge=2, le=65_536)
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.runners.runner import PipelineResult
 
-from connectors.elasticsearch.events import EVENTS as ES_EVENTS
+from connectors.events import EVENTS as ADAPTER_EVENTS
 
 NAMESPACE = "rag_evidence"
 
@@ -27,7 +29,7 @@ IDENTITY_CONFLICT = "identity_conflicts"
 SUMMARY = (
     QUERIES, RESULTS, DEAD_LETTERS, INTERNAL_ERRORS, CANDIDATES, DUPLICATES_MERGED, CAPPED,
     FALLBACK_IDENTITY, INVALID_CHUNK_INDEX, IDENTITY_CONFLICT, SEARCH_REQUESTS, TEXTS_EMBEDDED,
-    EMBEDDING_MS, *ES_EVENTS,
+    EMBEDDING_MS, *ADAPTER_EVENTS,
 )
 """Every counter a run reports, in the order the summary prints them."""
 
@@ -36,3 +38,19 @@ def count(name: str, amount: int = 1) -> None:
     """Adds `amount` to counter `name`; must run inside a Beam DoFn or Map."""
     if amount:
         Metrics.counter(NAMESPACE, name).inc(amount)
+
+
+def totals(result: PipelineResult) -> dict[str, int]:
+    """Sums the committed (or, where a runner has none, attempted) rag_evidence counters;
+    empty for a runner without metrics (Beam's `PipelineResult.metrics` raises
+    NotImplementedError there)."""
+    try:
+        metrics = result.metrics()
+    except NotImplementedError:
+        return {}
+    query = metrics.query(MetricsFilter().with_namespace(NAMESPACE))
+    summed: dict[str, int] = {}
+    for counter in query["counters"]:
+        value = counter.committed if counter.committed is not None else counter.attempted
+        summed[counter.key.metric.name] = summed.get(counter.key.metric.name, 0) + int(value or 0)
+    return summed

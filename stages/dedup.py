@@ -8,9 +8,9 @@ from typing import Literal
 
 from stages.candidate_stage import CandidateStage
 from stages.counters import DUPLICATES_MERGED
+from stages.hit_merge import absorb
 from stages.models import Candidate
 from stages.ranking import ranked
-from stages.retrievers import absorb
 
 DedupKey = Literal["evidence-key", "source"]
 

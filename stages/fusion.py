@@ -6,20 +6,32 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Annotated, Literal
 
+from connectors.params import Bound, Real, Whole, check_bounds
 from stages.candidate_stage import CandidateStage
+from stages.hit_merge import absorb
 from stages.models import Candidate
-from stages.retrievers import absorb
+
+RRF_K = Bound("rag.recall.rrf-k", ge=1)
+WEIGHT = Bound("rag.recall.weights", ge=0)
+RetrieverFamily = Literal["knn", "bm25"]
+Weight = Annotated[Real, WEIGHT]
 
 
 @dataclass(frozen=True)
 class RrfSettings:
     """`k` dampens the weight of top ranks (60 in the RRF paper and in Elasticsearch);
     `weights` scale each retriever family (`knn`, `bm25`; the part of a reason before `:`),
-    1.0 when not named."""
+    1.0 when not named, never negative."""
 
-    k: int = 60
+    k: Annotated[Whole, RRF_K] = 60
     weights: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_bounds(self)
+        for weight in self.weights.values():
+            WEIGHT.check(weight)
 
     def weight(self, reason: str) -> float:
         return self.weights.get(reason.partition(":")[0], 1.0)

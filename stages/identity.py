@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -10,6 +9,13 @@ from typing import Any, TypeVar
 
 import apache_beam as beam
 
+from connectors.chunk_identity import (
+    CHUNK_INDEX_KEYS,
+    DOC_ID_KEYS,
+    SOURCE_KEYS,
+    chunk_key,
+    evidence_key,
+)
 from stages import counters
 from stages.internal_errors import HandlesErrors
 from stages.models import Candidate, QueryCandidates, QueryHits, RecalledHit, RetrieverHit
@@ -31,27 +37,15 @@ def _ignore(_: str) -> None:
     return None
 
 
-def chunk_key(doc_id: str, chunk_index: int) -> str:
-    """The chunk-scoped evidence key `{doc_id}#chunk-{chunk_index}`."""
-    return f"{doc_id}#chunk-{chunk_index}"
-
-
-def evidence_key(doc_id: str | None, chunk_index: int | None, hit_id: str | None,
-                 source: str, content: str) -> str:
-    """`{doc_id}#chunk-{chunk_index}`, else `vector:{id}`, else a content hash key."""
-    if doc_id is not None and chunk_index is not None:
-        return chunk_key(doc_id, chunk_index)
-    if hit_id:
-        return f"vector:{hit_id}"
-    digest = hashlib.sha256((source + content).encode("utf-8")).hexdigest()
-    return f"content:{digest[:16]}"
+__all__ = ["IdentityNormalize", "chunk_key", "evidence_key", "normalize_identities",
+           "to_candidate"]
 
 
 def to_candidate(recalled: RecalledHit, report: Report = _ignore) -> Candidate:
     """Resolves one hit's identity from its metadata (see README, "Identity rules")."""
     hit, metadata = recalled.hit, recalled.hit.metadata
-    doc_id = _resolve(metadata, "docId", "doc_id", _as_doc_id, report)
-    chunk_index = _resolve(metadata, "chunkIndex", "chunk_index", _as_index, report)
+    doc_id = _resolve(metadata, DOC_ID_KEYS, _as_doc_id, report)
+    chunk_index = _resolve(metadata, CHUNK_INDEX_KEYS, _as_index, report)
     named_source = _source(metadata)
     key = evidence_key(doc_id, chunk_index, hit.id, named_source or doc_id or "", hit.content)
     if doc_id is None or chunk_index is None:
@@ -75,14 +69,14 @@ def normalize_identities(hits: Sequence[RecalledHit], report: Report = _ignore) 
     return [to_candidate(hit, report) for hit in hits]
 
 
-def _resolve(metadata: Mapping[str, Any], camel: str, snake: str,
+def _resolve(metadata: Mapping[str, Any], keys: tuple[str, ...],
              parse: Callable[[Any], T | None], report: Report) -> T | None:
-    """The camelCase field's parsed value if present, else the snake_case one's.
+    """The first key's parsed value if present (camelCase), else the next one's.
 
     Both present with different parsed values is counted as a conflict; a chosen chunk index
     that is present but not valid is counted as invalid.
     """
-    present = [metadata[name] for name in (camel, snake) if name in metadata]
+    present = [metadata[name] for name in keys if name in metadata]
     if not present:
         return None
     parsed = [parse(raw) for raw in present]
@@ -119,7 +113,7 @@ def _as_index(value: Any) -> int | None:
 
 
 def _source(metadata: Mapping[str, Any]) -> str | None:
-    for field in ("source", "path"):
+    for field in SOURCE_KEYS:
         value = metadata.get(field)
         if isinstance(value, str) and value.strip():
             return value

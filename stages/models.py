@@ -118,8 +118,8 @@ class QueryHits(BaseModel):
     hits: tuple[RecalledHit, ...]
 
 
-class Candidate(BaseModel):
-    """A recalled chunk with its identity resolved."""
+class ChunkEvidence(BaseModel):
+    """What every stage knows of one chunk: its identity, content, score and who found it."""
 
     model_config = _FROZEN
 
@@ -130,9 +130,14 @@ class Candidate(BaseModel):
     content: str
     score: float
     hit_reasons: tuple[str, ...]
+    retrievers: tuple[RetrieverHit, ...] = ()
+
+
+class Candidate(ChunkEvidence):
+    """A recalled chunk with its identity resolved, and its place in recall order."""
+
     recall_order: int
     metadata: dict[str, Any] = Field(default_factory=dict)
-    retrievers: tuple[RetrieverHit, ...] = ()
 
 
 class QueryCandidates(BaseModel):
@@ -144,20 +149,18 @@ class QueryCandidates(BaseModel):
     candidates: tuple[Candidate, ...]
 
 
-class EvidenceBlock(BaseModel):
+class EvidenceBlock(ChunkEvidence):
     """A ranked piece of evidence in the result."""
 
-    model_config = _FROZEN
-
-    evidence_key: str
-    doc_id: str | None
-    chunk_index: int | None
-    source: str
-    content: str
-    score: float
     rank: int = Field(ge=1)
-    hit_reasons: tuple[str, ...]
-    retrievers: tuple[RetrieverHit, ...] = ()
+
+    @classmethod
+    def ranked(cls, evidence: ChunkEvidence, rank: int) -> EvidenceBlock:
+        """`evidence` as the block at `rank`."""
+        return cls(**{name: getattr(evidence, name) for name in _SHARED}, rank=rank)
+
+
+_SHARED = tuple(ChunkEvidence.model_fields)
 
 
 class ProjectedItem(BaseModel):

@@ -6,10 +6,13 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import partial
 
+from connectors.params import Bound
 from stages.candidate_stage import CandidateStage
 from stages.counters import CAPPED
 from stages.models import Candidate
 from stages.ranking import ranked
+
+MAX_CHUNKS_PER_DOCUMENT = Bound("rag.max-chunks-per-document", ge=1)
 
 
 def cap_chunks_per_document(candidates: Sequence[Candidate], max_per_doc: int) -> list[Candidate]:
@@ -18,10 +21,9 @@ def cap_chunks_per_document(candidates: Sequence[Candidate], max_per_doc: int) -
     Candidates without a `doc_id` are not capped.
 
     Raises:
-        ValueError: `max_per_doc` is below 1.
+        OutOfBoundsError: `max_per_doc` is below 1 (a ValueError).
     """
-    if max_per_doc < 1:
-        raise ValueError(f"rag.max-chunks-per-document={max_per_doc!r}: must be at least 1")
+    MAX_CHUNKS_PER_DOCUMENT.check(max_per_doc)
     taken: Counter[str] = Counter()
     kept: list[Candidate] = []
     for candidate in ranked(candidates):
@@ -40,7 +42,6 @@ class PerDocCap(CandidateStage):
     """
 
     def __init__(self, max_per_doc: int = 2) -> None:
-        if max_per_doc < 1:
-            raise ValueError(f"rag.max-chunks-per-document={max_per_doc!r}: must be at least 1")
+        MAX_CHUNKS_PER_DOCUMENT.check(max_per_doc)
         super().__init__("CapChunksPerDocument",
                          partial(cap_chunks_per_document, max_per_doc=max_per_doc), CAPPED)

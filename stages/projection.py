@@ -4,28 +4,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated, ClassVar
 
 import apache_beam as beam
 
+from connectors.params import PARAMS_CONFIG, Bound, Whole, check_bounds
 from stages.internal_errors import HandlesErrors
-from stages.models import EvidenceBlock, ProjectedItem, QueryCandidates, QueryResult
-from stages.top_n import to_evidence_blocks
+from stages.models import Candidate, EvidenceBlock, ProjectedItem, QueryCandidates, QueryResult
+from stages.ranking import ranked
 
 
 @dataclass(frozen=True)
 class ProjectionBudget:
-    """Limits on the projected list: item count, total characters, characters per item."""
+    """Limits on the projected list: item count, total characters, characters per item.
+    Settings: `projection.*`."""
 
-    max_items: int = 5
-    max_chars: int = 6000
-    max_chars_per_item: int = 2000
+    __pydantic_config__: ClassVar = PARAMS_CONFIG
+
+    max_items: Annotated[Whole, Bound("projection.max-items", ge=1)] = 5
+    max_chars: Annotated[Whole, Bound("projection.max-chars", ge=1)] = 6000
+    max_chars_per_item: Annotated[Whole, Bound("projection.max-chars-per-item", ge=1)] = 2000
 
     def __post_init__(self) -> None:
-        for name in ("max_items", "max_chars", "max_chars_per_item"):
-            value = getattr(self, name)
-            if value < 1:
-                key = "projection." + name.replace("_", "-")
-                raise ValueError(f"{key}={value!r}: must be at least 1")
+        check_bounds(self)
+
+
+def to_evidence_blocks(candidates: Sequence[Candidate]) -> list[EvidenceBlock]:
+    """Evidence blocks ranked 1..n in ranking order."""
+    return [EvidenceBlock.ranked(c, rank) for rank, c in enumerate(ranked(candidates), start=1)]
 
 
 def project(blocks: Sequence[EvidenceBlock], budget: ProjectionBudget) -> list[ProjectedItem]:

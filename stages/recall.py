@@ -9,6 +9,7 @@ import apache_beam as beam
 from apache_beam import pvalue
 
 from connectors.errors import KnowledgeSearchError, RagEvidenceError
+from connectors.params import Bound
 from connectors.search_port import KnowledgeSearchPort, PortFactory, SearchRequest
 from stages import counters
 from stages.dead_letters import DEAD_LETTER, dead_letter, routed
@@ -23,6 +24,8 @@ from stages.sub_queries import (
 )
 
 _log = logging.getLogger(__name__)
+RETRIEVE_K = Bound("rag.retrieve-k", ge=1, le=10_000)
+SEARCH_BATCH = Bound("search.batch-size", ge=1, le=10_000)
 
 
 def recall_batch(queries: Sequence[EmbeddedQuery], port: KnowledgeSearchPort, retrieve_k: int,

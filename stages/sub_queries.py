@@ -6,11 +6,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from connectors.errors import InvalidInputError, RagEvidenceError
+from connectors.params import Bound
 from stages.models import EmbeddedQuery
 
 RecallMode = Literal["dense", "lexical", "hybrid"]
 LEXICAL_REASON = "bm25:text"
 DEFAULT_MAX_SUB_QUERIES = 16
+MAX_SUB_QUERIES = Bound("rag.max-sub-queries", ge=1, le=1024)
 
 
 @dataclass(frozen=True)

@@ -1,42 +1,25 @@
-"""TopN: keep the `return-n` best candidates and rank them 1..n as evidence blocks."""
+"""TopN: keep the `return-n` best candidates of each query (Project ranks them as blocks)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
 
+from connectors.params import Bound
 from stages.candidate_stage import CandidateStage
-from stages.models import Candidate, EvidenceBlock
+from stages.models import Candidate
 from stages.ranking import ranked
+
+RETURN_N = Bound("rag.return-n", ge=1, le=10_000)
 
 
 def top_n(candidates: Sequence[Candidate], return_n: int) -> list[Candidate]:
     """The `return_n` best candidates in ranking order.
 
     Raises:
-        ValueError: `return_n` is below 1.
+        OutOfBoundsError: `return_n` is outside `RETURN_N` (a ValueError).
     """
-    if return_n < 1:
-        raise ValueError(f"rag.return-n={return_n!r}: must be at least 1")
-    return ranked(candidates)[:return_n]
-
-
-def to_evidence_blocks(candidates: Sequence[Candidate]) -> list[EvidenceBlock]:
-    """Evidence blocks ranked 1..n in ranking order."""
-    return [
-        EvidenceBlock(
-            evidence_key=c.evidence_key,
-            doc_id=c.doc_id,
-            chunk_index=c.chunk_index,
-            source=c.source,
-            content=c.content,
-            score=c.score,
-            rank=rank,
-            hit_reasons=c.hit_reasons,
-            retrievers=c.retrievers,
-        )
-        for rank, c in enumerate(ranked(candidates), start=1)
-    ]
+    return ranked(candidates)[:RETURN_N.check(return_n)]
 
 
 class TopN(CandidateStage):
@@ -46,6 +29,5 @@ class TopN(CandidateStage):
     """
 
     def __init__(self, return_n: int = 5) -> None:
-        if return_n < 1:
-            raise ValueError(f"rag.return-n={return_n!r}: must be at least 1")
+        RETURN_N.check(return_n)
         super().__init__("TopN", partial(top_n, return_n=return_n))

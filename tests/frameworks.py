@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from connectors.embedders.hashing import HashingEmbedder
-from pipeline.cli import main
+from pipeline.cli.main import main
 
 DIM = 16
 DOCS = 10

@@ -11,8 +11,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from connectors.embedders.hashing import HashingEmbedder
 from connectors.search_port import KnowledgeSearchPort
-from pipeline.config_loader import load_settings
-from pipeline.evidence_transform import EvidenceTransform
+from pipeline.config.loader import load_settings
+from pipeline.run.evidence_transform import EvidenceTransform
 from stages.dedup import dedup_by_evidence_key
 from stages.identity import to_candidate
 from stages.models import EmbeddedQuery, EvidenceBlock, Query

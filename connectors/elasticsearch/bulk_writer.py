@@ -1,31 +1,37 @@
-"""Bulk writes: idempotent `_id`s, the one retry policy for requests and items, failures by id."""
+"""Bulk writes: idempotent `_id`s, `helpers.streaming_bulk` for the requests (chunked by count
+and bytes, a result per item), the adapter's one retry loop around it, failures by id."""
 
 from __future__ import annotations
 
 import itertools
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from elastic_transport import TransportError
 from elasticsearch import ApiError, Elasticsearch
+from elasticsearch.helpers import streaming_bulk
 
 from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import WriteReport
 from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.elasticsearch.failures import describe_body, is_retryable_status
 from connectors.elasticsearch.layouts import chunk_source
 from connectors.elasticsearch.retry import (
-    backoff_seconds,
+    Done,
+    ItemOutcome,
+    Reject,
+    Retry,
     call_with_retries,
-    describe,
-    describe_body,
-    is_retryable_exception,
-    is_retryable_status,
+    outcome_of,
+    retry_each,
 )
-from connectors.errors import redact
+from connectors.events import EventHook, ignore_event
 
 Document = tuple[str, Mapping[str, Any]]
+REASON_CHARS = 300
+"""How much of a failure's reason a failed item keeps."""
 
 
 def chunk_document(record: ChunkRecord, config: ElasticsearchConfig) -> dict[str, Any]:
@@ -36,62 +42,68 @@ def chunk_document(record: ChunkRecord, config: ElasticsearchConfig) -> dict[str
 
 
 def write_documents(client: Elasticsearch, config: ElasticsearchConfig, index: str,
-                    documents: Iterable[Document], refresh: bool = False,
+                    documents: Iterable[Document], refresh: bool = False, *,
+                    on_event: EventHook = ignore_event,
                     sleep: Callable[[float], None] = time.sleep) -> WriteReport:
-    """Indexes (id, source) pairs, `bulk-chunk-size` per `_bulk` request.
+    """Indexes (id, source) pairs, `bulk-chunk-size` per `_bulk` request (fewer when they
+    would pass the helper's request size).
 
     A request that fails with a connection error, a timeout or a retryable status, and each
     item answered 429/502/503/504, is retried with the adapter's backoff up to
     `retry.max_attempts`; what still fails is reported per id (never raised).
     """
-    report = WriteReport()
-    rng = random.Random()
+    report, rng = WriteReport(), random.Random()
     iterator = iter(documents)
     while batch := list(itertools.islice(iterator, config.bulk_chunk_size)):
-        _write_batch(client, config, index, batch, report, sleep, rng)
+        written = retry_each(range(len(batch)), lambda group: _bulk(client, index, batch, group,
+                                                                     config.bulk_chunk_size),
+                             config.retry, what=f"writing to index {index!r}",
+                             hosts=config.hosts, on_event=on_event, sleep=sleep, rng=rng)
+        for i, outcome in sorted(written.items()):
+            if isinstance(outcome, Exception):
+                report.failures.append((batch[i][0], str(outcome)[:REASON_CHARS]))
+            else:
+                report.indexed += 1
     if refresh:
         call_with_retries(lambda: client.indices.refresh(index=index), config.retry,
-                          f"refreshing index {index!r}", config.hosts)
+                          f"refreshing index {index!r}", config.hosts, on_event=on_event)
     return report
 
 
 def write_chunks(client: Elasticsearch, config: ElasticsearchConfig,
-                 records: Iterable[ChunkRecord], refresh: bool = False) -> WriteReport:
+                 records: Iterable[ChunkRecord], refresh: bool = False, *,
+                 on_event: EventHook = ignore_event) -> WriteReport:
     """Indexes chunk records with `_id` = the record id (the evidence key), so re-runs update."""
     documents = ((r.id, chunk_document(r, config)) for r in records)
-    return write_documents(client, config, config.index, documents, refresh)
+    return write_documents(client, config, config.index, documents, refresh, on_event=on_event)
 
 
-def _write_batch(client: Elasticsearch, config: ElasticsearchConfig, index: str,
-                 batch: list[Document], report: WriteReport,
-                 sleep: Callable[[float], None], rng: random.Random) -> None:
-    pending, last_error = batch, ""
-    for attempt in range(1, config.retry.max_attempts + 1):
-        if attempt > 1:
-            sleep(backoff_seconds(config.retry, attempt - 1, rng))
-        operations: list[Mapping[str, Any]] = []
-        for doc_id, source in pending:
-            operations += [{"index": {"_index": index, "_id": doc_id}}, source]
-        try:
-            items = client.bulk(operations=operations).body["items"]
-        except (TransportError, ApiError) as error:
-            last_error = describe(error)
-            if is_retryable_exception(error):
-                continue
-            break
-        retry = []
-        for document, item in zip(pending, items, strict=True):
-            result = item.get("index", {})
-            status = int(result.get("status", 200))
-            if "error" not in result and status < 300:
-                report.indexed += 1
-            elif is_retryable_status(status, result):
-                retry.append(document)
-                last_error = describe_body(status, result)
-            else:
-                report.failures.append((document[0], describe_body(status, result)[:300]))
-        pending = retry
-        if not pending:
-            return
-    reason = redact(f"not written to {list(config.hosts)}: {last_error}")[:300]
-    report.failures.extend((doc_id, reason) for doc_id, _ in pending)
+def _bulk(client: Elasticsearch, index: str, batch: Sequence[Document], group: list[int],
+          chunk_size: int) -> dict[int, ItemOutcome[None]]:
+    """One pass of `streaming_bulk` over `group` (its own retries off: ours are the loop)."""
+    outcomes: dict[int, ItemOutcome[None]] = {}
+    results = streaming_bulk(client, _actions(index, batch, group), chunk_size=chunk_size,
+                             raise_on_error=False, raise_on_exception=False, max_retries=0)
+    try:
+        for i, (ok, item) in zip(group, results, strict=False):
+            outcomes[i] = Done(None) if ok else _item_outcome(item)
+    except (TransportError, ApiError) as error:  # what the helper does not turn into items
+        outcomes |= {i: outcome_of(error) for i in group if i not in outcomes}
+    return outcomes
+
+
+def _actions(index: str, batch: Sequence[Document], group: list[int]
+             ) -> Iterator[dict[str, Any]]:
+    for i in group:
+        doc_id, source = batch[i]
+        yield {"_op_type": "index", "_index": index, "_id": doc_id, "_source": source}
+
+
+def _item_outcome(item: Mapping[str, Any]) -> Retry | Reject:
+    result = dict(next(iter(item.values()), {}))
+    error = result.get("exception")
+    if isinstance(error, (TransportError, ApiError)):
+        return outcome_of(error)
+    status = int(result.get("status") or 0)
+    reason = describe_body(status, result)[:REASON_CHARS]
+    return Retry(reason) if is_retryable_status(status, result) else Reject(reason)

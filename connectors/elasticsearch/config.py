@@ -2,41 +2,69 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Annotated, Any, ClassVar
+from urllib.parse import urlsplit
 
-from connectors.elasticsearch.layouts import LayoutName
+from pydantic import AfterValidator, StrictBool
+
+from connectors.elasticsearch.layouts import PRESETS, LayoutName
+from connectors.params import PARAMS_CONFIG, Bound, Real, Whole, check_bounds, kebab
 
 DEFAULT_API_KEY_ENV = "RAG_EVIDENCE_ES_API_KEY"
 DEFAULT_USERNAME_ENV = "RAG_EVIDENCE_ES_USERNAME"
 DEFAULT_PASSWORD_ENV = "RAG_EVIDENCE_ES_PASSWORD"
+RETRY_KEYS = ("max-attempts", "initial-backoff", "max-backoff")
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Bounded attempts with exponential backoff and full jitter."""
+    """Bounded attempts with exponential backoff and full jitter. Settings:
+    `search.elasticsearch.{max-attempts, initial-backoff, max-backoff}`."""
 
-    max_attempts: int = 4
-    initial_backoff: float = 0.2
-    max_backoff: float = 5.0
+    __pydantic_config__: ClassVar = PARAMS_CONFIG
+
+    max_attempts: Annotated[Whole, Bound("search.elasticsearch.max-attempts", ge=1, le=20)] = 4
+    initial_backoff: Annotated[Real, Bound("search.elasticsearch.initial-backoff", ge=0)] = 0.2
+    max_backoff: Annotated[Real, Bound("search.elasticsearch.max-backoff", ge=0)] = 5.0
+
+    def __post_init__(self) -> None:
+        check_bounds(self)
+
+
+def _no_credentials_in_hosts(hosts: tuple[str, ...]) -> tuple[str, ...]:
+    if any("@" in urlsplit(host).netloc for host in hosts):
+        raise ValueError(
+            "a host URL must not hold credentials (user:password@); set "
+            f"{DEFAULT_USERNAME_ENV} and {DEFAULT_PASSWORD_ENV}, or {DEFAULT_API_KEY_ENV}, on "
+            "every machine that runs the job (or name a credentials-file)")
+    return hosts
+
+
+_ES = "search.elasticsearch."
+Hosts = Annotated[tuple[str, ...], AfterValidator(_no_credentials_in_hosts)]
 
 
 @dataclass(frozen=True)
 class ElasticsearchConfig:
     """Connection, index layout and search options. Secrets are never held here, only where
-    to read them: environment variable names and an optional credentials file."""
+    to read them: environment variable names and an optional credentials file. Settings:
+    `search.elasticsearch.*` (see `settings_input` for how those keys are read)."""
 
-    hosts: tuple[str, ...]
-    index: str
+    __pydantic_config__: ClassVar = PARAMS_CONFIG
+
+    hosts: Hosts = ("http://localhost:9200",)
+    index: Annotated[str, Bound(_ES + "index", min_length=1)] = "rag-chunks"
     layout: LayoutName = "rag-evidence"
-    vector_field: str = "embedding"
-    content_field: str = "content"
-    metadata_field: str | None = "metadata"
-    filter_fields: tuple[str, ...] = ("docId", "source")
-    num_candidates: int | None = None
-    similarity: float | None = None
-    request_timeout: float = 10.0
-    verify_certs: bool = True
+    vector_field: str = PRESETS["rag-evidence"].vector_field
+    content_field: str = PRESETS["rag-evidence"].content_field
+    metadata_field: str | None = PRESETS["rag-evidence"].metadata_field
+    filter_fields: tuple[str, ...] = PRESETS["rag-evidence"].filter_fields
+    num_candidates: Annotated[Whole, Bound(_ES + "num-candidates", ge=1, le=10_000)] | None = None
+    similarity: Real | None = None
+    request_timeout: Annotated[Real, Bound(_ES + "request-timeout", gt=0)] = 10.0
+    verify_certs: StrictBool = True
     ca_certs: str | None = None
     api_key_env: str = DEFAULT_API_KEY_ENV
     username_env: str = DEFAULT_USERNAME_ENV
@@ -44,8 +72,29 @@ class ElasticsearchConfig:
     credentials_file: str | None = None
     retry: RetryPolicy = RetryPolicy()
     index_options: dict[str, Any] = field(default_factory=lambda: {"type": "int8_hnsw"})
-    bulk_chunk_size: int = 500
-    max_searches_per_request: int = 64
+    bulk_chunk_size: Annotated[Whole, Bound(_ES + "bulk-chunk-size", ge=1)] = 500
+    max_searches_per_request: Annotated[Whole, Bound(_ES + "max-searches-per-request",
+                                                     ge=1, le=10_000)] = 64
+
+    def __post_init__(self) -> None:
+        check_bounds(self)
+        _no_credentials_in_hosts(self.hosts)
+
+    @staticmethod
+    def settings_input(data: Any) -> Any:
+        """The `search.elasticsearch` section as settings spell it, in this type's shape: the
+        layout's preset fills the field keys that are not set, and the flat retry keys
+        (`max-attempts`, `initial-backoff`, `max-backoff`) form `retry`."""
+        if not isinstance(data, Mapping):
+            return data
+        data = dict(data)
+        if data.get("layout") in PRESETS:
+            preset = {kebab(k): v for k, v in asdict(PRESETS[data["layout"]]).items()}
+            data = {**preset, **data}
+        retry = {k: data.pop(k) for k in RETRY_KEYS if k in data}
+        if retry and "retry" not in data:
+            data["retry"] = retry
+        return data
 
     def field_path(self, metadata_key: str) -> str:
         """Where a metadata key lives in `_source`."""

@@ -6,6 +6,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
+from connectors.chunk_identity import CHUNK_INDEX, DOC_ID, SOURCE
 from connectors.elasticsearch.client import (
     META_KEY,
     check_reachable,
@@ -19,8 +20,8 @@ from connectors.elasticsearch.retry import call_with_retries
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import ConfigError, DimensionMismatchError
 
-IDENTITY_FIELDS = {"docId": {"type": "keyword"}, "chunkIndex": {"type": "integer"},
-                   "source": {"type": "keyword"}}
+IDENTITY_FIELDS = {DOC_ID: {"type": "keyword"}, CHUNK_INDEX: {"type": "integer"},
+                   SOURCE: {"type": "keyword"}}
 
 
 def chunk_mapping(config: ElasticsearchConfig, dimension: int,

@@ -10,6 +10,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
+from connectors.chunk_identity import CHUNK_INDEX_KEYS, DOC_ID_KEYS
 from connectors.elasticsearch.client import (
     check_reachable,
     index_mappings,
@@ -27,8 +28,6 @@ _warned: set[str] = set()
 CONTENT_TYPES = ("text", "match_only_text", "keyword")
 UNFILTERABLE_TYPES = ("text", "match_only_text", "object", "nested", "dense_vector",
                       "sparse_vector", "rank_features", "flattened")
-DOC_ID_KEYS = ("docId", "doc_id")
-CHUNK_INDEX_KEYS = ("chunkIndex", "chunk_index")
 
 
 @dataclass(frozen=True)

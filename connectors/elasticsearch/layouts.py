@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from connectors.chunk_identity import DOC_ID, DOC_ID_KEYS, SOURCE
+
 LayoutName = Literal["rag-evidence", "langchain", "llamaindex", "haystack"]
 LAYOUT_NAMES: tuple[LayoutName, ...] = ("rag-evidence", "langchain", "llamaindex", "haystack")
 
@@ -28,13 +30,13 @@ class LayoutFields:
 
 
 PRESETS: dict[LayoutName, LayoutFields] = {
-    "rag-evidence": LayoutFields("embedding", "content", "metadata", ("docId", "source")),
+    "rag-evidence": LayoutFields("embedding", "content", "metadata", (DOC_ID, SOURCE)),
     # langchain-elasticsearch's ElasticsearchStore (DenseVectorStrategy)
-    "langchain": LayoutFields("vector", "text", "metadata", ("docId", "source")),
+    "langchain": LayoutFields("vector", "text", "metadata", (DOC_ID, SOURCE)),
     # llama-index-vector-stores-elasticsearch's ElasticsearchStore
-    "llamaindex": LayoutFields("embedding", "content", "metadata", ("doc_id", "source")),
+    "llamaindex": LayoutFields("embedding", "content", "metadata", (DOC_ID_KEYS[1], SOURCE)),
     # elasticsearch-haystack's ElasticsearchDocumentStore: `meta` flattened to the top level
-    "haystack": LayoutFields("embedding", "content", None, ("docId", "source")),
+    "haystack": LayoutFields("embedding", "content", None, (DOC_ID, SOURCE)),
 }
 
 LLAMA_NODE_CONTENT = "_node_content"
@@ -112,7 +114,7 @@ def extra_mapping(layout: LayoutName) -> dict[str, Any]:
 def _llama_node_fields(chunk_id: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
     """What LlamaIndex's `metadata_dict_to_node` needs to rebuild the node, its source
     document taken from `docId`/`doc_id`."""
-    doc_id = metadata.get("docId", metadata.get("doc_id"))
+    doc_id = next((metadata[k] for k in DOC_ID_KEYS if k in metadata), None)
     doc = str(doc_id) if doc_id is not None else LLAMA_ABSENT
     relationships: dict[str, Any] = {} if doc_id is None else {"1": {
         "node_id": doc, "node_type": "4", "metadata": {}, "hash": None,

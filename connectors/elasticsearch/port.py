@@ -7,42 +7,31 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from elastic_transport import ConnectionTimeout, TransportError
-from elasticsearch import ApiError, Elasticsearch
+from elasticsearch import Elasticsearch
 
 from connectors.elasticsearch.client import open_client
 from connectors.elasticsearch.config import ElasticsearchConfig
-from connectors.elasticsearch.events import ES_BACKOFF_MS, ES_FAILURES, ES_REQUESTS, ES_RETRIES
+from connectors.elasticsearch.failures import describe_body, is_retryable_status
 from connectors.elasticsearch.index_check import IndexFacts, check_index
 from connectors.elasticsearch.layouts import hit_metadata, source_filter
-from connectors.elasticsearch.retry import (
-    EventHook,
-    backoff_seconds,
-    describe,
-    describe_body,
-    ignore_event,
-    is_retryable_exception,
-    is_retryable_status,
-)
+from connectors.elasticsearch.retry import Done, ItemOutcome, Reject, Retry, retry_each
 from connectors.elasticsearch.score_scale import cosine_scale
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import (
-    DimensionMismatchError,
-    KnowledgeSearchError,
-    SearchRejectedError,
-    SearchUnavailableError,
-)
+from connectors.errors import DimensionMismatchError, KnowledgeSearchError, SearchRejectedError
+from connectors.events import EventHook, ignore_event
 from connectors.search_port import SearchHit, SearchOutcome, SearchRequest
 
 
 class ElasticsearchPort:
     """kNN search on a `dense_vector` field and BM25 `match` on the content field, every
-    request of a batch one sub-search of one `_msearch`; retries live here and only here.
+    request of a batch one sub-search of one `_msearch`, retried by the adapter's one loop
+    (`retry.retry_each`).
 
     Retried, with exponential backoff and jitter up to `retry.max_attempts` attempts: 429, 502,
-    503, 504 (whole request or one sub-search), timeouts and connection errors. Never retried: a
-    circuit breaker with durability PERMANENT, and every other 4xx. A request that still fails
-    gets its own `SearchUnavailableError` (or `SearchRejectedError`), with the earlier errors on it.
+    503, 504 (whole request or one sub-search), timeouts and connection errors; a timed-out
+    request is sent again in halves. Never retried: a circuit breaker with durability
+    PERMANENT, and every other 4xx. A request that still fails gets its own
+    `SearchUnavailableError` (or `SearchRejectedError`), with the earlier errors on it.
 
     >>> config = ElasticsearchConfig(("http://localhost:9200",), "chunks")
     >>> port = ElasticsearchPort.open(config)  # doctest: +SKIP
@@ -85,78 +74,36 @@ class ElasticsearchPort:
         pending = [i for i, outcome in enumerate(outcomes) if outcome is None]
         size = self._config.max_searches_per_request
         for start in range(0, len(pending), size):
-            self._search_group(requests, pending[start:start + size], outcomes)
+            group = pending[start:start + size]
+            found = retry_each(group, lambda ids: self._msearch(requests, ids),
+                               self._config.retry, what="search", hosts=self._config.hosts,
+                               on_event=self._on_event, sleep=self._sleep, rng=self._rng,
+                               split_timeouts=True)
+            for i, outcome in found.items():
+                outcomes[i] = outcome
         return [o if o is not None else [] for o in outcomes]
-
-    def _search_group(self, requests: Sequence[SearchRequest], group: list[int],
-                      outcomes: list[SearchOutcome | None]) -> None:
-        """One `_msearch` for `group`, retried; when it times out, each half is searched on
-        its own, so that one heavy sub-search fails alone instead of sinking the others."""
-        pending = group
-        history: dict[int, list[str]] = {i: [] for i in group}
-        for attempt in range(1, self._config.retry.max_attempts + 1):
-            if not pending:
-                return
-            if attempt > 1:
-                self._back_off(attempt - 1)
-            pending, timed_out = self._attempt(requests, pending, outcomes, history)
-            if timed_out and len(pending) > 1:
-                middle = len(pending) // 2
-                self._search_group(requests, pending[:middle], outcomes)
-                self._search_group(requests, pending[middle:], outcomes)
-                return
-        for i in pending:
-            self._on_event(ES_FAILURES, 1)
-            outcomes[i] = SearchUnavailableError(
-                f"search failed after {self._config.retry.max_attempts} attempts; last error: "
-                f"{history[i][-1]}; earlier: {history[i][:-1]}")
 
     def close(self) -> None:
         self._client.close()
 
-    def _attempt(self, requests: Sequence[SearchRequest], pending: list[int],
-                 outcomes: list[SearchOutcome | None], history: dict[int, list[str]]
-                 ) -> tuple[list[int], bool]:
-        """One `_msearch`; returns the sub-searches to retry, and whether the request timed
-        out as a whole."""
+    def _msearch(self, requests: Sequence[SearchRequest], group: list[int]
+                 ) -> dict[int, ItemOutcome[list[SearchHit]]]:
+        """One `_msearch` for `group`: each sub-search's hits, or how it failed."""
         searches: list[dict[str, Any]] = []
-        for i in pending:
+        for i in group:
             searches += [{"index": self._config.index}, self._body(requests[i])]
-        self._on_event(ES_REQUESTS, 1)
-        try:
-            responses = self._client.msearch(searches=searches).body["responses"]
-        except (TransportError, ApiError) as error:
-            for i in pending:
-                history[i].append(describe(error))
-            if is_retryable_exception(error):
-                return pending, isinstance(error, ConnectionTimeout)
-            self._fail(pending, outcomes, SearchRejectedError(describe(error)))
-            return [], False
-        retry = []
-        for i, response in zip(pending, responses, strict=True):
+        responses = self._client.msearch(searches=searches).body["responses"]
+        outcomes: dict[int, ItemOutcome[list[SearchHit]]] = {}
+        for i, response in zip(group, responses, strict=True):
             status = int(response.get("status", 200))
             if "error" not in response:
                 knn = requests[i].vector is not None
-                outcomes[i] = [self._hit(h, knn) for h in response["hits"]["hits"]]
-                continue
-            history[i].append(describe_body(status, response))
-            if is_retryable_status(status, response):
-                retry.append(i)
+                outcomes[i] = Done([self._hit(h, knn) for h in response["hits"]["hits"]])
+            elif is_retryable_status(status, response):
+                outcomes[i] = Retry(describe_body(status, response))
             else:
-                self._fail([i], outcomes, SearchRejectedError(describe_body(status, response)))
-        return retry, False
-
-    def _fail(self, indexes: list[int], outcomes: list[SearchOutcome | None],
-              error: KnowledgeSearchError) -> None:
-        for i in indexes:
-            self._on_event(ES_FAILURES, 1)
-            outcomes[i] = error
-
-    def _back_off(self, retry_number: int) -> None:
-        seconds = backoff_seconds(self._config.retry, retry_number, self._rng)
-        self._on_event(ES_RETRIES, 1)
-        self._on_event(ES_BACKOFF_MS, int(seconds * 1000))
-        self._sleep(seconds)
+                outcomes[i] = Reject(describe_body(status, response))
+        return outcomes
 
     def _invalid(self, request: SearchRequest) -> KnowledgeSearchError | None:
         if request.vector is not None and len(request.vector) != self.dimension:

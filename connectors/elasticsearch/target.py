@@ -9,13 +9,14 @@ from connectors.chunk_writer_port import WriteReport
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.writer import ElasticsearchWriter
 from connectors.embedder_port import EmbedderInfo
+from connectors.events import EventHook, ignore_event
 
 
 class ElasticsearchChunkWriter:
     """A worker's bulk writer: `_id` = the chunk id (the evidence key), so re-runs update."""
 
-    def __init__(self, config: ElasticsearchConfig) -> None:
-        self._writer = ElasticsearchWriter.open(config)
+    def __init__(self, config: ElasticsearchConfig, on_event: EventHook = ignore_event) -> None:
+        self._writer = ElasticsearchWriter.open(config, on_event=on_event)
 
     def write(self, records: Sequence[ChunkRecord]) -> WriteReport:
         return self._writer.write_chunks(records)
@@ -29,8 +30,9 @@ class ElasticsearchTarget:
     existing one; writes are visible after `commit` refreshes it. Elasticsearch has no
     transactions: what a failed job wrote stays, and a re-run overwrites it by id."""
 
-    def __init__(self, config: ElasticsearchConfig) -> None:
+    def __init__(self, config: ElasticsearchConfig, on_event: EventHook = ignore_event) -> None:
         self._config = config
+        self._on_event = on_event
 
     def prepare(self, dimension: int, embedder: EmbedderInfo | None) -> bool:
         writer = ElasticsearchWriter.open(self._config)
@@ -40,7 +42,7 @@ class ElasticsearchTarget:
             writer.close()
 
     def open_writer(self) -> ElasticsearchChunkWriter:
-        return ElasticsearchChunkWriter(self._config)
+        return ElasticsearchChunkWriter(self._config, self._on_event)
 
     def commit(self) -> None:
         writer = ElasticsearchWriter.open(self._config)

@@ -16,6 +16,7 @@ from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.index_admin import ensure_index
 from connectors.elasticsearch.retry import call_with_retries
 from connectors.embedder_port import EmbedderInfo
+from connectors.events import EventHook, ignore_event
 
 
 class ElasticsearchWriter:
@@ -26,14 +27,16 @@ class ElasticsearchWriter:
     >>> report = writer.write_chunks(records)  # doctest: +SKIP
     """
 
-    def __init__(self, client: Elasticsearch, config: ElasticsearchConfig) -> None:
+    def __init__(self, client: Elasticsearch, config: ElasticsearchConfig,
+                 on_event: EventHook = ignore_event) -> None:
         self._client = client
         self._config = config
+        self._on_event = on_event
 
     @classmethod
-    def open(cls, config: ElasticsearchConfig,
-             environ: Mapping[str, str] | None = None) -> ElasticsearchWriter:
-        return cls(open_client(config, environ), config)
+    def open(cls, config: ElasticsearchConfig, environ: Mapping[str, str] | None = None,
+             on_event: EventHook = ignore_event) -> ElasticsearchWriter:
+        return cls(open_client(config, environ), config, on_event)
 
     def ensure_chunk_index(self, dimension: int, embedder: EmbedderInfo | None = None) -> bool:
         """Creates the chunk index when missing (True); an existing one must fit (see
@@ -41,16 +44,19 @@ class ElasticsearchWriter:
         return ensure_index(self._client, self._config, dimension, embedder)
 
     def write_chunks(self, records: Iterable[ChunkRecord], refresh: bool = False) -> WriteReport:
-        return write_chunks(self._client, self._config, records, refresh)
+        return write_chunks(self._client, self._config, records, refresh,
+                            on_event=self._on_event)
 
     def write_documents(self, index: str,
                         documents: Iterable[tuple[str, Mapping[str, Any]]]) -> WriteReport:
-        return write_documents(self._client, self._config, index, documents)
+        return write_documents(self._client, self._config, index, documents,
+                               on_event=self._on_event)
 
     def refresh(self, index: str | None = None) -> None:
         target = index or self._config.index
         call_with_retries(lambda: self._client.indices.refresh(index=target), self._config.retry,
-                          f"refreshing index {target!r}", self._config.hosts)
+                          f"refreshing index {target!r}", self._config.hosts,
+                          on_event=self._on_event)
 
     def close(self) -> None:
         self._client.close()

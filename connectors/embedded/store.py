@@ -23,6 +23,7 @@ from connectors.embedded.layout import (
     Manifest,
 )
 from connectors.embedded.lexical import LexicalIndex
+from connectors.embedded.metadata_filter import FilterIndex
 from connectors.embedded.records_file import RecordFile
 from connectors.embedded.top_k import top_rows
 from connectors.embedded.vector_search import (
@@ -39,7 +40,6 @@ from connectors.errors import (
     KnowledgeSearchError,
     StoreNotFoundError,
 )
-from connectors.metadata_filter import FilterIndex
 from connectors.search_port import SearchHit, SearchOutcome, SearchRequest
 
 _BLOCK_ROWS = 256

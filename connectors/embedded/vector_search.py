@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, ClassVar
 
 import faiss
 import numpy as np
 
 from connectors.embedded.top_k import top_rows
+from connectors.params import PARAMS_CONFIG, Bound, Whole, check_bounds
 
 # faiss >= 1.11 computes batches of fewer than 128,000 queries (its default threshold) one query
 # at a time without BLAS: measured here, 190 queries/s in batches of 256 against 2,000 with
@@ -25,11 +27,17 @@ faiss.cvar.distance_compute_blas_threshold = 16
 class HnswParams:
     """faiss `IndexHNSWFlat` parameters: `m` links per node, `ef_construction` and
     `ef_search` candidate-list sizes while building and searching (larger: better recall,
-    slower)."""
+    slower). Settings: `search.embedded.hnsw.*`."""
 
-    m: int = 32
-    ef_construction: int = 200
-    ef_search: int = 128
+    __pydantic_config__: ClassVar = PARAMS_CONFIG
+
+    m: Annotated[Whole, Bound("search.embedded.hnsw.m", ge=4, le=256)] = 32
+    ef_construction: Annotated[Whole, Bound("search.embedded.hnsw.ef-construction",
+                                            ge=8, le=4096)] = 200
+    ef_search: Annotated[Whole, Bound("search.embedded.hnsw.ef-search", ge=1, le=10_000)] = 128
+
+    def __post_init__(self) -> None:
+        check_bounds(self)
 
 
 DEFAULT_HNSW = HnswParams()

@@ -9,10 +9,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from connectors.embedder_port import EmbedderInfo, Purpose
-from connectors.errors import ConfigError, InvalidInputError
+from connectors.embedder_port import EMBEDDER_DIM, EmbedderInfo, Purpose
+from connectors.errors import InvalidInputError
 
 KIND = "hashing"
+DEFAULT_DIMENSION = 384
 _TOKEN = re.compile(r"[a-z0-9]+")
 _STOPWORDS = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "how", "i",
@@ -32,10 +33,8 @@ class HashingEmbedder:
     (1, 64)
     """
 
-    def __init__(self, dimension: int = 384) -> None:
-        if dimension < 2:
-            raise ConfigError("embedder.dim", dimension, "must be at least 2")
-        self._dimension = dimension
+    def __init__(self, dimension: int = DEFAULT_DIMENSION) -> None:
+        self._dimension = EMBEDDER_DIM.check(dimension)
 
     @property
     def dimension(self) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -16,6 +18,37 @@ from connectors.errors import ConfigError, InvalidInputError
 KIND = "sentence-transformers"
 INSTALL_HINT = ("install the semantic extra: pip install 'rag-evidence[semantic]' "
                 "(it pins the CPU build torch==2.13.0)")
+_log = logging.getLogger(__name__)
+
+
+def model_info(model: str, dimension: int, query_prefix: str = "", document_prefix: str = "",
+               normalize: bool = True) -> EmbedderInfo:
+    """What a store records of model `model` with these prefixes."""
+    return EmbedderInfo(KIND, Path(model).name, dimension, query_prefix, document_prefix,
+                        normalize)
+
+
+def model_dimension(model: str, environ: Mapping[str, str] | None = None) -> int | None:
+    """The dimension of model `model`'s vectors, read from its files without loading it: the
+    last Dense module's `out_features`, else the pooling's word dimension; None when the files
+    do not say (the model must be loaded to know).
+
+    Raises:
+        ConfigError: the model is nowhere on this machine.
+    """
+    directory = locate_model(model, environ)
+    dimension: int | None = None
+    try:
+        modules = json.loads((directory / "modules.json").read_text(encoding="utf-8"))
+        for module in modules:
+            config = directory / module.get("path", "") / "config.json"
+            kind = str(module.get("type", ""))
+            if kind.endswith((".Pooling", ".Dense")) and config.is_file():
+                data = json.loads(config.read_text(encoding="utf-8"))
+                dimension = int(data.get("out_features") or data["word_embedding_dimension"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return dimension
 
 
 class SentenceTransformerEmbedder:
@@ -40,8 +73,7 @@ class SentenceTransformerEmbedder:
             raise ConfigError("embedder.dim", expected_dimension,
                               f"the model {model!r} makes vectors of {dimension} dimensions; "
                               "remove embedder.dim or set it to that")
-        self._info = EmbedderInfo(KIND, Path(model).name, dimension, query_prefix,
-                                  document_prefix, normalize)
+        self._info = model_info(model, dimension, query_prefix, document_prefix, normalize)
         self._batch_size = batch_size
 
     @property
@@ -65,8 +97,11 @@ class SentenceTransformerEmbedder:
 
 
 def _load(directory: Path) -> Any:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if "TOKENIZERS_PARALLELISM" not in os.environ:
+        # Hugging Face tokenizers deadlock in a worker forked after they ran threads.
+        os.environ["TOKENIZERS_PARALLELISM"] = "false"
+        _log.info("set TOKENIZERS_PARALLELISM=false for this process (tokenizers' threads do "
+                  "not survive a fork); set it yourself to choose")
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as error:

@@ -7,9 +7,9 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pipeline.config_loader import load_settings
+from pipeline.config.loader import load_settings
 from pipeline.eval.runner import eval_table, evaluate
-from pipeline.stdlib_corpus import write_corpus
+from pipeline.eval.stdlib_corpus import write_corpus
 
 
 def eval_command(args: argparse.Namespace, beam_args: Sequence[str],

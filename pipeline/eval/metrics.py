@@ -11,6 +11,7 @@ import ir_measures
 from ir_measures import RR, R, nDCG
 
 from pipeline.eval.qrels import Qrels
+from stages.models import ChunkEvidence
 
 
 @dataclass(frozen=True)
@@ -26,21 +27,21 @@ class Scores:
     judged: int
 
 
-def ranked_ids(evidence: Sequence[Mapping[str, Any]], level: str) -> list[str]:
+def ranked_ids(evidence: Sequence[ChunkEvidence], level: str) -> list[str]:
     """The ids a run ranks: evidence keys, or documents at their best rank (each once)."""
     if level == "chunk":
-        return [block["evidence_key"] for block in evidence]
+        return [block.evidence_key for block in evidence]
     seen: dict[str, None] = {}
     for block in evidence:
         seen.setdefault(document_of(block), None)
     return list(seen)
 
 
-def document_of(block: Mapping[str, Any]) -> str:
-    return str(block.get("doc_id") or block.get("source") or block["evidence_key"])
+def document_of(block: ChunkEvidence) -> str:
+    return block.doc_id or block.source or block.evidence_key
 
 
-def score_run(results: Mapping[str, Sequence[Mapping[str, Any]]], qrels: Qrels, k: int
+def score_run(results: Mapping[str, Sequence[ChunkEvidence]], qrels: Qrels, k: int
               ) -> Scores:
     """Scores `results` ({query id: evidence blocks in rank order}) against `qrels` at `k`."""
     measures = [nDCG @ k, R @ k, RR @ k]
@@ -62,7 +63,7 @@ def score_run(results: Mapping[str, Sequence[Mapping[str, Any]]], qrels: Qrels, 
                   answered=sum(1 for q in judged if results.get(q)), judged=len(judged))
 
 
-def _spread(evidence: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
+def _spread(evidence: Sequence[ChunkEvidence]) -> tuple[float, float]:
     documents = Counter(document_of(block) for block in evidence)
     return float(len(documents)), max(documents.values()) / len(evidence)
 

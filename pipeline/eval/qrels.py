@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from connectors.chunk_identity import is_evidence_key
 from connectors.errors import InvalidInputError
 
 Level = Literal["chunk", "document"]
-_KEY_PREFIXES = ("vector:", "content:")
 
 
 @dataclass(frozen=True)
@@ -20,10 +20,6 @@ class Qrels:
 
     judgments: dict[str, dict[str, int]]
     level: Level
-
-
-def is_evidence_key(judged_id: str) -> bool:
-    return "#chunk-" in judged_id or judged_id.startswith(_KEY_PREFIXES)
 
 
 def read_qrels(path: str | Path) -> Qrels:

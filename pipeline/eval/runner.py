@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import tempfile
 from collections.abc import Sequence
@@ -10,11 +9,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.config.settings import Settings
 from pipeline.eval.metrics import Scores, score_run
 from pipeline.eval.qrels import read_qrels
 from pipeline.ingest.job import run_index
-from pipeline.run_job import run_job
-from pipeline.settings import Settings
+from pipeline.io.result_sink import read_results
+from pipeline.run.job import run_job
 from stages import counters
 
 _log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ def evaluate(configs: Sequence[tuple[str, Settings]], *, queries: str, qrels: st
             summary = run_job(settings, queries_path=queries, out_path=str(out),
                               dead_letter_path=str(Path(scratch) / "dead.jsonl"),
                               beam_args=beam_args)
-            results = _read_results(out)
+            results = {r.query_id: r.evidence for r in read_results(str(out))}
         rows.append(EvalRow(label, score_run(results, judgments, k), summary.seconds,
                             summary.counts[counters.DEAD_LETTERS]))
     return rows
@@ -80,11 +80,3 @@ def _store_identity(settings: Settings) -> str:
              else f"{search.elasticsearch.hosts}/{search.elasticsearch.index}")
     return f"{where}|{settings.embedder.model_dump_json()}|{settings.chunking.max_chars}"
 
-
-def _read_results(path: Path) -> dict[str, list[dict[str, Any]]]:
-    results: dict[str, list[dict[str, Any]]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            result = json.loads(line)
-            results[result["query_id"]] = result["evidence"]
-    return results

@@ -13,8 +13,14 @@ from apache_beam import pvalue
 from connectors.chunk_writer_port import ChunkTarget
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo
 from connectors.errors import InvalidInputError
-from pipeline.backends import chunk_target_for, embedder_factory_for, embedder_tag
-from pipeline.beam_options import pipeline_options
+from pipeline.config.backends import (
+    chunk_target_for,
+    embedder_factory_for,
+    embedder_info,
+    embedder_tag,
+)
+from pipeline.config.beam_options import pipeline_options
+from pipeline.config.settings import Settings
 from pipeline.ingest.sources import chunks_of, document_paths, first_dimension, parse_chunk_line
 from pipeline.ingest.transforms import (
     FAILED,
@@ -23,9 +29,7 @@ from pipeline.ingest.transforms import (
     ParseChunkLines,
     WriteChunks,
 )
-from pipeline.line_blocks import ReadNumberedLines, read_numbered_lines
-from pipeline.settings import Settings
-from pipeline.summary import counter_totals
+from pipeline.io.line_blocks import ReadNumberedLines, read_numbered_lines
 from stages import counters
 from stages.shared_embedder import SharedEmbedder
 
@@ -51,9 +55,11 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
     """
     options = pipeline_options(beam_args)
     target = target or chunk_target_for(settings)
-    embedder_factory = embedder_factory or embedder_factory_for(settings)
     paths = [str(p) for p in document_paths(docs)] if docs is not None else []
-    embedder = embedder_factory().info if docs is not None else None
+    embedder = None
+    if docs is not None:  # the model's files say what it is: no need to load it here
+        embedder = embedder_factory().info if embedder_factory else embedder_info(settings.embedder)
+    embedder_factory = embedder_factory or embedder_factory_for(settings)
     dimension = embedder.dimension if embedder is not None else first_dimension(chunks or "")
     created = target.prepare(dimension, embedder)
     try:
@@ -69,7 +75,7 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
             _write_failures((records[FAILED], written), failures_path)
         result = pipeline.run()
         result.wait_until_finish()
-        totals = counter_totals(result)
+        totals = counters.totals(result)
         note = target.commit()
     except InvalidInputError as error:
         target.abort()

@@ -11,8 +11,8 @@ from connectors.chunk_record import ChunkRecord
 from connectors.errors import InvalidInputError
 from connectors.input_limits import loads
 from pipeline.ingest.chunking import chunk_text
-from pipeline.line_blocks import decode_line, read_numbered_lines
-from pipeline.validation_messages import failures
+from pipeline.io.line_blocks import decode_line, read_numbered_lines
+from pipeline.io.validation_messages import failures
 
 DOC_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
 _WORD = re.compile(r"[A-Za-z0-9]")

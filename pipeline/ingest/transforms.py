@@ -8,13 +8,13 @@ from collections.abc import Iterator, Sequence
 import apache_beam as beam
 from apache_beam import pvalue
 
+from connectors.chunk_identity import chunk_key, identity_metadata
 from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import ChunkTarget, ChunkWriter
 from connectors.errors import DimensionMismatchError, InvalidInputError, RagEvidenceError
 from pipeline.ingest.sources import DocumentChunk, parse_chunk_line
-from pipeline.line_blocks import NumberedLine
+from pipeline.io.line_blocks import NumberedLine
 from stages import counters
-from stages.identity import chunk_key
 from stages.owning_dofn import OwningDoFn
 from stages.shared_embedder import SharedEmbedder, embed_texts
 
@@ -72,7 +72,7 @@ class EmbedChunks(beam.DoFn):
                 yield _failed(key, str(vector))
                 continue
             yield ChunkRecord(id=key, vector=vector, content=text,
-                              metadata={"docId": doc_id, "chunkIndex": index, "source": doc_id})
+                              metadata=identity_metadata(doc_id, index))
 
 
 class _WriteDoFn(OwningDoFn[ChunkWriter]):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.builders import chunk_records, unit_vectors
 
 DIM = 8

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.builders import chunk_records, unit_vectors
 from tests.pipeline.cli_runs import DIM, lines_of, run_cli
 

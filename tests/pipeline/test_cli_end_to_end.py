@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.builders import unit_vectors
 from tests.pipeline.cli_runs import DIM, lines_of, run_cli
 

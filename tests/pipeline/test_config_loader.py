@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from connectors.errors import ConfigError
-from pipeline.config_loader import load_settings
+from pipeline.config.loader import load_settings
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def test_shipped_local_config_is_valid() -> None:
 
 def test_legacy_top_k_fills_both_absent_widths_and_says_so(
         caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="pipeline.settings"):
+    with caplog.at_level(logging.INFO, logger="pipeline.config.settings"):
         rag = load_settings(overrides=["rag.top-k=9"]).rag
     assert (rag.retrieve_k, rag.return_n) == (9, 9)
     assert "legacy rag.top-k=9" in caplog.text
@@ -98,7 +98,7 @@ def test_shipped_elasticsearch_config_is_valid_and_holds_no_secret() -> None:
 
 def test_null_metadata_field_selects_the_top_level_layout() -> None:
     settings = load_settings(overrides=["search.elasticsearch.metadata-field=null"])
-    assert settings.search.elasticsearch.adapter_config().field_path("docId") == "docId"
+    assert settings.search.elasticsearch.field_path("docId") == "docId"
 
 
 def test_every_error_is_reported_at_once_naming_where_each_value_came_from(
@@ -126,7 +126,7 @@ def test_a_section_given_a_value_says_so_in_plain_words() -> None:
 
 
 def test_a_retrieve_k_below_return_n_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="pipeline.config_loader"):
+    with caplog.at_level(logging.WARNING, logger="pipeline.config.settings"):
         load_settings(overrides=["rag.retrieve-k=3", "rag.return-n=5"])
     assert "rag.retrieve-k=3 is below rag.return-n=5" in caplog.text
 

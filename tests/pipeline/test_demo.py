@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.demo import demo_settings
-from pipeline.demo_report import headline
+from pipeline.cli.demo import demo_settings
+from pipeline.cli.demo_report import headline
 
 
 def test_the_headline_is_the_heading_and_the_first_sentence() -> None:
@@ -35,7 +35,7 @@ def test_a_configured_embedder_wins_over_the_demos_choice(minilm: str, tmp_path:
 
 def test_without_the_model_the_demo_falls_back_to_hashing_and_says_why(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("pipeline.demo.semantic_unavailable", lambda: "no model here")
+    monkeypatch.setattr("pipeline.cli.demo.semantic_unavailable", lambda: "no model here")
     settings, line = demo_settings(None, {}, [], tmp_path / "store")
     assert settings.embedder.kind == "hashing"
     assert line == "embedder: hashing (lexical fallback: no model here)"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from elasticsearch import Elasticsearch
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 from tests.fault_proxy import FaultProxy
 
 pytestmark = pytest.mark.live_es

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from connectors.errors import ConfigError
-from pipeline.build import to_json_line
-from pipeline.cli import main
-from pipeline.config_loader import load_settings
-from pipeline.query_lines import parse_query_line
+from pipeline.cli.main import main
+from pipeline.config.loader import load_settings
+from pipeline.run.build import to_json_line
+from pipeline.run.query_parse import parse_query_line
 from stages.identity import to_candidate
 from stages.models import DeadLetter, Query
 from tests.builders import chunk_records, recalled, unit_vectors

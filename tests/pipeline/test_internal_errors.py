@@ -13,8 +13,8 @@ from apache_beam.transforms.error_handling import CollectingErrorHandler
 
 from connectors.embedder_port import EmbedderInfo
 from connectors.search_port import SearchOutcome, SearchRequest
-from pipeline.config_loader import load_settings
-from pipeline.run_job import run_job
+from pipeline.config.loader import load_settings
+from pipeline.run.job import run_job
 from stages.candidate_stage import CandidateStage
 from stages.internal_errors import InternalDeadLetters
 from stages.models import Candidate, QueryCandidates

@@ -11,7 +11,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.line_blocks import (
+from pipeline.io.line_blocks import (
     BOM,
     ReadNumberedLines,
     count_line_starts,

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from connectors.chunk_record import ChunkRecord
 from connectors.errors import InvalidInputError
-from pipeline.build import to_json_line
 from pipeline.ingest.sources import parse_chunk_line
-from pipeline.query_lines import parse_query_line
+from pipeline.run.build import to_json_line
+from pipeline.run.query_parse import parse_query_line
 from stages.models import DeadLetter, Query
 
 JSONISH = st.recursive(

@@ -13,10 +13,11 @@ from connectors.embedded.writer import write_store
 from connectors.embedder_port import EmbedderInfo
 from connectors.embedders.hashing import HashingEmbedder
 from connectors.errors import DimensionMismatchError, EmbedderMismatchError
-from pipeline import preflight as preflight_module
-from pipeline.config_loader import load_settings
-from pipeline.preflight import preflight
-from pipeline.run_job import run_job
+from pipeline.config.loader import load_settings
+from pipeline.io.query_source import query_source
+from pipeline.run import preflight as preflight_module
+from pipeline.run.job import run_job
+from pipeline.run.preflight import preflight
 from tests.builders import chunk_records, unit_vectors
 
 OTHER = EmbedderInfo("sentence-transformers", "other-model", 8)
@@ -48,7 +49,7 @@ def test_text_queries_against_another_embedders_store_stop_the_run_naming_both(
     queries = _queries(tmp_path / "q.jsonl", {"id": "t", "text": "open a file"})
     with pytest.raises(EmbedderMismatchError, match=r"built with sentence-transformers "
                                                     r"other-model.*configured embedder is hashing"):
-        preflight(port, partial(HashingEmbedder, 8), queries)
+        preflight(port, partial(HashingEmbedder, 8), query_source(queries))
 
 
 def test_a_store_without_a_record_is_checked_by_dimension(tmp_path: Path) -> None:
@@ -56,18 +57,19 @@ def test_a_store_without_a_record_is_checked_by_dimension(tmp_path: Path) -> Non
     queries = _queries(tmp_path / "q.jsonl", {"id": "t", "text": "open a file"})
     with pytest.raises(DimensionMismatchError, match="embedder.dim has 384 dimensions but the "
                                                      "store expects 4"):
-        preflight(port, partial(HashingEmbedder, 384), queries)
+        preflight(port, partial(HashingEmbedder, 384), query_source(queries))
 
 
 def test_the_same_embedder_passes(tmp_path: Path) -> None:
     port = _store(tmp_path / "store", 8, HashingEmbedder(8).info)
     queries = _queries(tmp_path / "q.jsonl", {"id": "t", "text": "open a file"})
-    assert preflight(port, partial(HashingEmbedder, 8), queries) is None
+    assert preflight(port, partial(HashingEmbedder, 8), query_source(queries)) is None
 
 
 def test_lexical_runs_skip_the_embedder_check(tmp_path: Path) -> None:
     port = _store(tmp_path / "store", 8, OTHER)
-    assert preflight(port, None, _queries(tmp_path / "q.jsonl", {"id": "t", "text": "x"})) is None
+    queries = query_source(_queries(tmp_path / "q.jsonl", {"id": "t", "text": "x"}))
+    assert preflight(port, None, queries) is None
 
 
 def test_text_queries_past_the_first_lines_become_dead_letters_naming_both(
@@ -92,10 +94,10 @@ def test_text_queries_over_a_store_that_records_no_embedder_get_a_warning_naming
     port = _store(tmp_path / "store", 8, None)
     text = _queries(tmp_path / "text.jsonl", {"id": "t", "text": "open a file"})
     vector = _queries(tmp_path / "vector.jsonl", {"id": "v", "vector": [1.0] + [0.0] * 7})
-    with caplog.at_level("WARNING", logger="pipeline.preflight"):
-        assert preflight(port, partial(HashingEmbedder, 8), vector) is None
+    with caplog.at_level("WARNING", logger="pipeline.run.preflight"):
+        assert preflight(port, partial(HashingEmbedder, 8), query_source(vector)) is None
         assert _preflight_warnings(caplog) == []
-        assert preflight(port, partial(HashingEmbedder, 8), text) is None
+        assert preflight(port, partial(HashingEmbedder, 8), query_source(text)) is None
     assert _preflight_warnings(caplog) == [
         "the embedded store does not record the embedder that built it (indexes written by "
         "LangChain, LlamaIndex or Haystack never do): text queries are embedded with "
@@ -103,4 +105,4 @@ def test_text_queries_over_a_store_that_records_no_embedder_get_a_warning_naming
 
 
 def _preflight_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "pipeline.preflight"]
+    return [r.getMessage() for r in caplog.records if r.name == "pipeline.run.preflight"]

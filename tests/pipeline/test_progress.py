@@ -8,10 +8,10 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipeline import progress
-from pipeline.cli import main
-from pipeline.cli_logging import with_worker_log_level
-from pipeline.progress import LogProgress
+from pipeline.cli.log_setup import with_worker_log_level
+from pipeline.cli.main import main
+from pipeline.run import progress
+from pipeline.run.progress import LogProgress
 from tests.builders import chunk_records, unit_vectors
 
 
@@ -47,11 +47,11 @@ def test_a_cli_run_shows_progress_and_v_shows_this_packages_info(
     _run_cli(config, tmp_path)
     quiet = capsys.readouterr().err
     assert "progress: 1 queries answered" in quiet
-    assert "INFO pipeline.run_job" not in quiet and "Deleting" not in quiet
+    assert "INFO pipeline.run.job" not in quiet and "Deleting" not in quiet
 
     _run_cli(config, tmp_path, "-v")
     verbose = capsys.readouterr().err
-    assert "INFO pipeline.run_job: run:" in verbose
+    assert "INFO pipeline.run.job: run:" in verbose
 
 
 def test_workers_log_errors_only_unless_v_or_the_user_says_otherwise() -> None:

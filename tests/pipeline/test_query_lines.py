@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.query_lines import parse_query_line
+from pipeline.run.query_parse import parse_query_line
 from stages.models import DeadLetter, Query
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from connectors.errors import ConfigError
-from pipeline.config_loader import load_settings
+from pipeline.config.loader import load_settings
 
 
 def test_recall_defaults_to_dense_with_rrf_k_60() -> None:

@@ -9,8 +9,8 @@ import pytest
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.credentials import read_credentials
 from connectors.errors import ConfigError, SearchUnavailableError, redact
-from pipeline.cli import main
-from pipeline.config_loader import load_settings
+from pipeline.cli.main import main
+from pipeline.config.loader import load_settings
 from tests.es_server import free_port
 
 SECRET = "s3cr3t-Value-42"

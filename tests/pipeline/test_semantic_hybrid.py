@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from elasticsearch import Elasticsearch
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 
 QUESTIONS = {"json": "How do I turn a JSON string into Python objects?",
              "heap": "Keep the smallest item first while pushing and popping",

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipeline.single_file_sink import ParquetRows, TextLines, WriteToSingleFile
+from pipeline.io.single_file_sink import ParquetRows, TextLines, WriteToSingleFile
 
 MULTI = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
 

@@ -12,8 +12,8 @@ from apache_beam.testing.test_stream import TestStream
 from apache_beam.testing.util import assert_that, equal_to
 
 from connectors.embedders.hashing import HashingEmbedder
-from pipeline.config_loader import load_settings
-from pipeline.evidence_transform import EvidenceTransform
+from pipeline.config.loader import load_settings
+from pipeline.run.evidence_transform import EvidenceTransform
 from stages.models import Query
 from tests.builders import chunk_records, embedded_store, unit_vectors
 

@@ -8,9 +8,12 @@ import apache_beam as beam
 import pytest
 from apache_beam.runners.runner import PipelineResult, PipelineState
 
-from pipeline.output_counts import output_counts
-from pipeline.summary import counter_totals, summarize
+from pipeline.io.query_source import query_source
+from pipeline.io.result_sink import ElasticsearchResults
+from pipeline.io.run_io import RunIO
+from pipeline.run.summary import summarize
 from stages import counters
+from stages.counters import totals as counter_totals
 
 
 class _NoMetricsResult(PipelineResult):
@@ -42,7 +45,7 @@ def files(tmp_path: Path) -> tuple[str, str, str]:
 
 def test_a_runner_without_metrics_gets_counts_from_the_files(
         files: tuple[str, str, str], caplog: pytest.LogCaptureFixture) -> None:
-    summary = summarize(_NoMetricsResult(), 1.0, lambda: output_counts(*files))
+    summary = summarize(_NoMetricsResult(), 1.0, lambda: RunIO.parse(*files).counts())
     assert summary.counts == {counters.QUERIES: 3, counters.RESULTS: 2, counters.DEAD_LETTERS: 1}
     assert summary.balanced and not summary.from_metrics
     lines = summary.lines()
@@ -56,14 +59,15 @@ def test_metrics_without_our_counters_also_fall_back(files: tuple[str, str, str]
     pipeline = beam.Pipeline()
     _ = pipeline | beam.Create([1])
     summary = summarize(_ForeignMetricsResult(pipeline.run()), 1.0,
-                        lambda: output_counts(*files))
+                        lambda: RunIO.parse(*files).counts())
     assert summary.counts[counters.RESULTS] == 2 and not summary.from_metrics
 
 
 def test_results_sent_to_elasticsearch_are_the_queries_not_dead_lettered(
         files: tuple[str, str, str]) -> None:
     queries, _, dead = files
-    assert output_counts(queries, None, dead)[counters.RESULTS] == 2
+    io = RunIO(query_source(queries), ElasticsearchResults("es://x"), dead)
+    assert io.counts()[counters.RESULTS] == 2
 
 
 def test_an_empty_input_is_zeros_without_a_warning(
@@ -71,7 +75,7 @@ def test_an_empty_input_is_zeros_without_a_warning(
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     summary = summarize(_NoMetricsResult(), 1.0,
-                        lambda: output_counts(str(empty), str(empty), str(tmp_path / "none")))
+                        RunIO.parse(str(empty), str(empty), str(tmp_path / "none")).counts)
     assert summary.counts[counters.QUERIES] == 0 and summary.balanced
     assert "no metrics" not in caplog.text
 

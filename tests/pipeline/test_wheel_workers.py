@@ -106,7 +106,7 @@ def _run(config: Path, queries: Path, out: Path, *runner: str) -> tuple[list, li
     dead = out.with_suffix(".dead.jsonl")
     args = ["run", "--config", str(config), "--queries", str(queries), "--out", str(out),
             "--dead-letter", str(dead), *runner]
-    done = subprocess.run([sys.executable, "-c", "import sys; from pipeline.cli import main; "
+    done = subprocess.run([sys.executable, "-c", "import sys; from pipeline.cli.main import main; "
                            "sys.exit(main(sys.argv[1:]))", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]

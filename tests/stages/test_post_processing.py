@@ -4,7 +4,8 @@ import pytest
 
 from stages.dedup import dedup_by_evidence_key
 from stages.per_doc_cap import PerDocCap, cap_chunks_per_document
-from stages.top_n import TopN, to_evidence_blocks, top_n
+from stages.projection import to_evidence_blocks
+from stages.top_n import TopN, top_n
 from tests.builders import candidate, chunk
 
 

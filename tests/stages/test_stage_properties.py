@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from stages.dedup import dedup_by_evidence_key
 from stages.models import Candidate
 from stages.per_doc_cap import cap_chunks_per_document
-from stages.projection import ProjectionBudget, project
-from stages.top_n import to_evidence_blocks, top_n
+from stages.projection import ProjectionBudget, project, to_evidence_blocks
+from stages.top_n import top_n
 from tests.builders import candidate, chunk
 
 _scores = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
+from pipeline.cli.main import main
 
 REPO = Path(__file__).resolve().parents[3]
 EVAL = REPO / "eval"

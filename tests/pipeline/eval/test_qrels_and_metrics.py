@@ -9,10 +9,12 @@ import pytest
 from connectors.errors import InvalidInputError
 from pipeline.eval.metrics import ranked_ids, score_run
 from pipeline.eval.qrels import Qrels, read_qrels
+from stages.models import ChunkEvidence
 
 
-def _block(key: str, doc: str | None = None) -> dict:
-    return {"evidence_key": key, "doc_id": doc, "source": doc or key}
+def _block(key: str, doc: str | None = None) -> ChunkEvidence:
+    return ChunkEvidence(evidence_key=key, doc_id=doc, chunk_index=None, source=doc or key,
+                         content="", score=1.0, hit_reasons=())
 
 
 def test_trec_qrels_with_document_ids_are_document_level(tmp_path: Path) -> None:

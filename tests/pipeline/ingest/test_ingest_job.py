@@ -10,9 +10,9 @@ import pytest
 from connectors.embedded.layout import Manifest
 from connectors.embedded.store import EmbeddedStore
 from connectors.errors import InvalidInputError
-from pipeline.config_loader import load_settings
+from pipeline.config.loader import load_settings
+from pipeline.config.settings import Settings
 from pipeline.ingest.job import run_index
-from pipeline.settings import Settings
 from tests.builders import chunk_records, unit_vectors
 
 

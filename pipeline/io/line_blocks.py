@@ -37,6 +37,12 @@ def read_numbered_lines(path: str) -> Iterator[NumberedLine]:
         yield from _numbered(handle, 1, first=True)
 
 
+def count_lines(path: str) -> int:
+    """How many non-blank lines `path` holds."""
+    with FileSystems.open(path) as handle:
+        return sum(1 for line in iter(handle.readline, b"") if line.strip())
+
+
 def decode_line(line: str | bytes) -> str:
     """The text of a line; raises ValueError naming the first byte that is not UTF-8."""
     if isinstance(line, str):

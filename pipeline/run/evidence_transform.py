@@ -9,8 +9,8 @@ import apache_beam as beam
 from connectors.embedder_port import EmbedderFactory
 from connectors.errors import RagEvidenceError
 from connectors.search_port import PortFactory
-from pipeline.backends import embedder_tag
-from pipeline.settings import Settings
+from pipeline.config.backends import embedder_tag
+from pipeline.config.settings import Settings
 from stages.dedup import KeyedDedup
 from stages.embed import EmbedQueries
 from stages.fusion import RrfFusion
@@ -70,7 +70,7 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
             | "KeyedDedup" >> KeyedDedup(rag.dedup_key).with_error_handler(handler)
             | "PerDocCap" >> PerDocCap(rag.max_chunks_per_document).with_error_handler(handler)
             | "TopN" >> TopN(rag.return_n).with_error_handler(handler)
-            | "Project" >> Project(self._settings.projection.budget()).with_error_handler(handler)
+            | "Project" >> Project(self._settings.projection).with_error_handler(handler)
         )
         dead_letters = ((embedded.dead_letter, recalled.dead_letter)
                         | "EvidenceDeadLetters" >> beam.Flatten())

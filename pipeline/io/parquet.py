@@ -3,10 +3,13 @@
 Queries: one row per query, columns `id`, and `text` or `vector` (a list of floats), and
 optionally `vectors` and `filters`; a null column is absent. Row numbers (from 1) stand in for
 line numbers in dead letters. Row groups are the blocks a runner spreads over its workers.
+Results: one row per query, the fields of a JSONL result line as nested columns.
 """
 
 from __future__ import annotations
 
+import types
+import typing
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,8 +17,9 @@ import apache_beam as beam
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
+from pydantic import BaseModel
 
-from pipeline.line_blocks import InputRecord
+from pipeline.io.line_blocks import InputRecord
 from stages.models import QueryResult
 
 PARQUET_SUFFIX = ".parquet"
@@ -25,6 +29,11 @@ RowGroup = tuple[str, int, int]
 
 def is_parquet(path: str) -> bool:
     return path.lower().endswith(PARQUET_SUFFIX)
+
+
+def parquet_rows(path: str) -> int:
+    with FileSystems.open(path) as handle:
+        return int(pq.ParquetFile(handle).metadata.num_rows)
 
 
 def row_groups(path: str) -> Iterator[RowGroup]:
@@ -44,6 +53,11 @@ def read_row_group(group: RowGroup) -> Iterator[InputRecord]:
         yield number, {name: value for name, value in row.items() if value is not None}
 
 
+def read_all_rows(path: str) -> Iterator[InputRecord]:
+    for group in row_groups(path):
+        yield from read_row_group(group)
+
+
 class ReadParquetQueries(beam.PTransform[beam.pvalue.PBegin, beam.PCollection[InputRecord]]):
     """A Parquet file as (row number, {column: value}) records, split by row group."""
 
@@ -59,21 +73,31 @@ class ReadParquetQueries(beam.PTransform[beam.pvalue.PBegin, beam.PCollection[In
                 | "ReadRowGroups" >> beam.FlatMap(read_row_group))
 
 
-_RETRIEVER = pa.struct([("reason", pa.string()), ("rank", pa.int64()), ("score", pa.float64())])
-RESULT_SCHEMA = pa.schema([
-    ("query_id", pa.string()),
-    ("evidence", pa.list_(pa.struct([
-        ("evidence_key", pa.string()), ("doc_id", pa.string()), ("chunk_index", pa.int64()),
-        ("source", pa.string()), ("content", pa.string()), ("score", pa.float64()),
-        ("rank", pa.int64()), ("hit_reasons", pa.list_(pa.string())),
-        ("retrievers", pa.list_(_RETRIEVER))]))),
-    ("projected", pa.list_(pa.struct([
-        ("document_id", pa.string()), ("source", pa.string()), ("content", pa.string()),
-        ("score", pa.float64())]))),
-])
-"""One row per query result, the same fields as a JSONL result line."""
+_SCALARS = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+
+
+def arrow_type(annotation: Any) -> pa.DataType:
+    """The Arrow type of a field of our records: scalars, `X | None`, `tuple[X, ...]`,
+    nested models."""
+    if annotation in _SCALARS:
+        return _SCALARS[annotation]
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        (present,) = [a for a in args if a is not type(None)]
+        return arrow_type(present)
+    if origin in (tuple, list):
+        return pa.list_(arrow_type(args[0]))
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return pa.struct([(name, arrow_type(field.annotation))
+                          for name, field in annotation.model_fields.items()])
+    raise TypeError(f"no Arrow type for {annotation!r}")
+
+
+RESULT_SCHEMA = pa.schema(list(arrow_type(QueryResult)))
+"""One row per query result, derived from `QueryResult`: the fields of a JSONL result line."""
 
 
 def result_row(result: QueryResult) -> dict[str, Any]:
     row: dict[str, Any] = result.model_dump(mode="python")
     return row
+

@@ -9,12 +9,13 @@ from connectors.elasticsearch.port import ElasticsearchPort
 from connectors.elasticsearch.target import ElasticsearchTarget
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.writer import EmbeddedStoreTarget
-from connectors.embedder_port import EmbedderFactory, EmbedderPort
+from connectors.embedder_port import EmbedderFactory, EmbedderInfo, EmbedderPort
+from connectors.embedders import hashing, sentence_transformer
 from connectors.embedders.hashing import HashingEmbedder
 from connectors.embedders.sentence_transformer import SentenceTransformerEmbedder
 from connectors.errors import ConfigError
 from connectors.search_port import PortFactory
-from pipeline.settings import HASHING_DIM, EmbedderSettings, Settings
+from pipeline.config.settings import EmbedderSettings, Settings
 from stages import counters
 
 
@@ -23,19 +24,18 @@ def port_factory_for(settings: Settings) -> PortFactory:
     backend = settings.search.backend
     if backend == "embedded":
         embedded = settings.search.embedded
-        return partial(EmbeddedStore.open, embedded.path, embedded.index, embedded.hnsw.params())
+        return partial(EmbeddedStore.open, embedded.path, embedded.index, embedded.hnsw)
     if backend == "elasticsearch":
-        return partial(ElasticsearchPort.open, settings.search.elasticsearch.adapter_config(),
-                       counters.count)
+        return partial(ElasticsearchPort.open, settings.search.elasticsearch, counters.count)
     raise ConfigError("search.backend", backend, "is not a known backend")
 
 
 def chunk_target_for(settings: Settings) -> ChunkTarget:
     """Where `index` writes: the embedded store directory or the Elasticsearch index."""
     if settings.search.backend == "elasticsearch":
-        return ElasticsearchTarget(settings.search.elasticsearch.adapter_config())
+        return ElasticsearchTarget(settings.search.elasticsearch, counters.count)
     embedded = settings.search.embedded
-    return EmbeddedStoreTarget(embedded.path, embedded.index, embedded.hnsw.params())
+    return EmbeddedStoreTarget(embedded.path, embedded.index, embedded.hnsw)
 
 
 def embedder_factory_for(settings: Settings) -> EmbedderFactory:
@@ -56,4 +56,17 @@ def open_embedder(settings: EmbedderSettings) -> EmbedderPort:
             settings.model, batch_size=settings.batch_size, query_prefix=settings.query_prefix,
             document_prefix=settings.document_prefix, normalize=settings.normalize,
             expected_dimension=settings.dim)
-    return HashingEmbedder(settings.dim or HASHING_DIM)
+    return HashingEmbedder(settings.dim or hashing.DEFAULT_DIMENSION)
+
+
+def embedder_info(settings: EmbedderSettings) -> EmbedderInfo:
+    """What the configured embedder is, without loading a model where its files say it (a
+    model whose files do not is loaded)."""
+    if settings.kind != "sentence-transformers":
+        return HashingEmbedder(settings.dim or hashing.DEFAULT_DIMENSION).info
+    assert settings.model is not None
+    dimension = sentence_transformer.model_dimension(settings.model)
+    if dimension is None or (settings.dim is not None and settings.dim != dimension):
+        return open_embedder(settings).info  # loading says what is wrong, or the dimension
+    return sentence_transformer.model_info(settings.model, dimension, settings.query_prefix,
+                                           settings.document_prefix, settings.normalize)

@@ -13,7 +13,7 @@ from typing import Any
 import apache_beam as beam
 
 from connectors.input_limits import loads
-from pipeline.line_blocks import InputRecord, decode_line
+from pipeline.io.line_blocks import InputRecord, decode_line
 from stages.models import DeadLetter, Query
 
 FirstAndCount = tuple[int, int]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import typing
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,22 +12,38 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from connectors.errors import ConfigError
+from connectors.params import kebab
+
+UNKNOWN_KEY = ("extra_forbidden", "unexpected_keyword_argument")
+"""How pydantic names an unknown key: of a model, of a dataclass."""
 
 Provenance = dict[tuple[str, ...], str]
 """Where each key path was set: `file c.yaml`, `environment RAG_EVIDENCE__RAG__TOP_K`, `--set`."""
 
 
-def config_error(error: ValidationError, model: type[BaseModel],
-                 provenance: Provenance) -> ConfigError:
-    """One ConfigError listing every failure as `key=value (from SOURCE): reason`."""
-    lines = [_line(item, model, provenance) for item in error.errors()]
+Folded = Mapping[tuple[str, ...], tuple[str, ...]]
+
+
+def config_error(error: ValidationError, model: type[BaseModel], provenance: Provenance,
+                 folded: Folded | None = None) -> ConfigError:
+    """One ConfigError listing every failure as `key=value (from SOURCE): reason`; a key of a
+    `folded` section is named as settings spell it, in its parent."""
+    lines = [_line(item, model, provenance, folded or {}) for item in error.errors()]
     first = error.errors()[0]
-    key = ".".join(str(p) for p in first["loc"]) or "settings"
+    key = ".".join(_spelled([str(p) for p in first["loc"]], folded or {})) or "settings"
     return ConfigError.listing(key, first.get("input"), lines)
 
 
-def _line(item: ErrorDetails, model: type[BaseModel], provenance: Provenance) -> str:
-    loc = [str(p) for p in item["loc"]]
+def _spelled(loc: list[str], folded: Folded) -> list[str]:
+    for section, parent in folded.items():
+        if tuple(loc[:len(section)]) == section:
+            return [*parent, *loc[len(section):]]
+    return loc
+
+
+def _line(item: ErrorDetails, model: type[BaseModel], provenance: Provenance,
+          folded: Folded) -> str:
+    loc = _spelled([str(p) for p in item["loc"]], folded)
     source = _source(loc, provenance)
     where = f" (from {source})" if source else ""
     return f"{'.'.join(loc)}={item.get('input')!r}{where}: {_plain(item, loc, model)}"
@@ -40,7 +58,7 @@ def _source(loc: list[str], provenance: Provenance) -> str | None:
 
 def _plain(item: ErrorDetails, loc: list[str], model: type[BaseModel]) -> str:
     kind, context = item["type"], item.get("ctx") or {}
-    if kind == "extra_forbidden":
+    if kind in UNKNOWN_KEY:
         hint = nearest_key(loc, model)
         return f"unknown key; did you mean {hint!r}?" if hint else "unknown key"
     plain = {
@@ -63,17 +81,29 @@ def _plain(item: ErrorDetails, loc: list[str], model: type[BaseModel]) -> str:
     return str(item["msg"]).removeprefix("Value error, ")
 
 
-def nearest_key(loc: list[str], model: type[BaseModel]) -> str | None:
+def nearest_key(loc: list[str], model: type[Any]) -> str | None:
     """The valid key closest to the unknown one at `loc`, spelled as a dotted path."""
+    section: type[Any] | None = model
     for part in loc[:-1]:
-        fields = {f.alias or n: f for n, f in model.model_fields.items()}
-        annotation = fields[part].annotation if part in fields else None
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            return None
-        model = annotation
-    names = [f.alias or n for n, f in model.model_fields.items()]
-    match = difflib.get_close_matches(loc[-1], names, n=1, cutoff=0.4)
+        section = _keys(section).get(part)
+    match = difflib.get_close_matches(loc[-1], list(_keys(section)), n=1, cutoff=0.4)
     return ".".join([*loc[:-1], match[0]]) if match else None
+
+
+def _keys(section: type[Any] | None) -> dict[str, type[Any] | None]:
+    """A section's keys as settings spell them, each with its own section type (or None)."""
+    if isinstance(section, type) and issubclass(section, BaseModel):
+        return {f.alias or n: _section(f.annotation) for n, f in section.model_fields.items()}
+    if isinstance(section, type) and dataclasses.is_dataclass(section):
+        hints = typing.get_type_hints(section)
+        return {kebab(f.name): _section(hints[f.name]) for f in dataclasses.fields(section)}
+    return {}
+
+
+def _section(annotation: Any) -> type[Any] | None:
+    is_section = isinstance(annotation, type) and (
+        issubclass(annotation, BaseModel) or dataclasses.is_dataclass(annotation))
+    return annotation if is_section else None
 
 
 def leaf_paths(layer: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

@@ -7,8 +7,8 @@ import logging
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo
 from connectors.errors import DimensionMismatchError, EmbedderMismatchError, RagEvidenceError
 from connectors.search_port import PortFactory
-from pipeline.query_lines import parse_query_line
-from pipeline.query_sources import first_records
+from pipeline.io.query_source import QuerySource
+from pipeline.run.query_parse import parse_query_line
 from stages.embed import needs_embedding
 from stages.models import Query
 
@@ -19,7 +19,7 @@ _log = logging.getLogger(__name__)
 
 
 def preflight(port_factory: PortFactory, embedder_factory: EmbedderFactory | None,
-              queries_path: str | None = None) -> RagEvidenceError | None:
+              queries: QuerySource | None = None) -> RagEvidenceError | None:
     """Opens the port once (a missing store or unreachable cluster raises here), then checks
     that the configured embedder can embed queries for this store.
 
@@ -46,7 +46,7 @@ def preflight(port_factory: PortFactory, embedder_factory: EmbedderFactory | Non
         problem = embedder_problem(configured, dimension, recorded, store)
     except RagEvidenceError as error:
         problem = error
-    text_ahead = queries_path is None or _text_queries_ahead(queries_path)
+    text_ahead = queries is None or _text_queries_ahead(queries)
     if problem is None:
         if recorded is None and configured is not None and text_ahead:
             _log.warning("%s does not record the embedder that built it (indexes written by "
@@ -70,8 +70,8 @@ def embedder_problem(configured: EmbedderInfo, dimension: int, recorded: Embedde
     return None
 
 
-def _text_queries_ahead(path: str) -> bool:
-    for number, text in first_records(path, PEEK_LINES):
+def _text_queries_ahead(queries: QuerySource) -> bool:
+    for number, text in queries.first_records(PEEK_LINES):
         parsed = parse_query_line(number, text)
         if isinstance(parsed, Query) and needs_embedding(parsed):
             return True

@@ -22,9 +22,9 @@ class _BeamNoise(logging.Filter):
 logging.getLogger().addFilter(_BeamNoise())
 
 from connectors.errors import RagEvidenceError  # noqa: E402
-from pipeline.cli_logging import configure_logging, with_worker_log_level  # noqa: E402
-from pipeline.commands import index_command, run_command  # noqa: E402
-from pipeline.demo import demo_command  # noqa: E402
+from pipeline.cli.commands import index_command, run_command  # noqa: E402
+from pipeline.cli.demo import demo_command  # noqa: E402
+from pipeline.cli.log_setup import configure_logging, with_worker_log_level  # noqa: E402
 from pipeline.eval.command import corpus_command, eval_command  # noqa: E402
 
 _log = logging.getLogger("rag_evidence")

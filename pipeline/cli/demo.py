@@ -12,13 +12,13 @@ from pathlib import Path
 
 from connectors.embedders.model_location import MINILM, locate_model
 from connectors.errors import ConfigError
-from pipeline.commands import index_report
-from pipeline.config_loader import load_settings
-from pipeline.demo_report import DEMO_QUESTIONS, evidence_table
+from pipeline.cli.commands import index_report
+from pipeline.cli.demo_report import DEMO_QUESTIONS, evidence_table
+from pipeline.config.loader import load_settings
+from pipeline.config.settings import Settings
+from pipeline.eval.stdlib_corpus import write_corpus
 from pipeline.ingest.job import run_index
-from pipeline.run_job import run_job
-from pipeline.settings import Settings
-from pipeline.stdlib_corpus import write_corpus
+from pipeline.run.job import run_job
 
 _log = logging.getLogger(__name__)
 SEMANTIC = ["embedder.kind=sentence-transformers", f"embedder.model={MINILM}"]

@@ -7,7 +7,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.runner import PipelineResult
 
 from stages import counters
@@ -42,27 +41,11 @@ class RunSummary:
         ]
 
 
-def counter_totals(result: PipelineResult) -> dict[str, int]:
-    """Sums the committed (or, where a runner has none, attempted) rag_evidence counters;
-    empty for a runner without metrics (Beam's `PipelineResult.metrics` raises
-    NotImplementedError there)."""
-    try:
-        metrics = result.metrics()
-    except NotImplementedError:
-        return {}
-    query = metrics.query(MetricsFilter().with_namespace(counters.NAMESPACE))
-    totals: dict[str, int] = {}
-    for counter in query["counters"]:
-        value = counter.committed if counter.committed is not None else counter.attempted
-        totals[counter.key.metric.name] = totals.get(counter.key.metric.name, 0) + int(value or 0)
-    return totals
-
-
 def summarize(result: PipelineResult, seconds: float,
               from_outputs: Callable[[], dict[str, int]]) -> RunSummary:
     """The run's summary from its counters; a runner without metrics (or with none of ours)
     gets the counts `from_outputs` reads off the job's files, and the others are n/a."""
-    totals = counter_totals(result)
+    totals = counters.totals(result)
     counted = {} if counters.QUERIES in totals else from_outputs()
     if not counted.get(counters.QUERIES):
         return RunSummary(dict.fromkeys(REPORTED, 0) | totals, seconds)

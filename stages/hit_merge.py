@@ -1,4 +1,4 @@
-"""Merging what retrievers said about one chunk: reasons and per-retriever ranks."""
+"""Merging what several hits of one chunk say: their reasons and each retriever's best rank."""
 
 from __future__ import annotations
 

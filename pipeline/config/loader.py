@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -11,11 +10,10 @@ import yaml
 from pydantic import ValidationError
 
 from connectors.errors import ConfigError
-from pipeline.config_errors import Provenance, config_error, leaf_paths
-from pipeline.settings import Settings
+from pipeline.config.errors import Provenance, config_error, leaf_paths
+from pipeline.config.settings import FOLDED, Settings
 
 ENV_PREFIX = "RAG_EVIDENCE__"
-_log = logging.getLogger(__name__)
 
 
 def load_settings(config_path: str | Path | None = None,
@@ -38,11 +36,7 @@ def load_settings(config_path: str | Path | None = None,
     try:
         settings = Settings.model_validate(merged)
     except ValidationError as error:
-        raise config_error(error, Settings, provenance) from None
-    if settings.rag.retrieve_k < settings.rag.return_n:
-        _log.warning("rag.retrieve-k=%d is below rag.return-n=%d: at most %d blocks per "
-                     "sub-query can be returned", settings.rag.retrieve_k,
-                     settings.rag.return_n, settings.rag.retrieve_k)
+        raise config_error(error, Settings, provenance, FOLDED) from None
     return settings
 
 

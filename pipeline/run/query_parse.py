@@ -11,9 +11,9 @@ from apache_beam import pvalue
 from pydantic import ValidationError
 
 from connectors.input_limits import loads
-from pipeline.line_blocks import InputRecord, decode_line
-from pipeline.repeated_ids import repeated_id_letter
-from pipeline.validation_messages import describe_validation_error
+from pipeline.io.line_blocks import InputRecord, decode_line
+from pipeline.io.validation_messages import describe_validation_error
+from pipeline.run.repeated_ids import repeated_id_letter
 from stages import counters
 from stages.dead_letters import DEAD_LETTER, routed
 from stages.internal_errors import HandlesErrors

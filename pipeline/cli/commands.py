@@ -8,11 +8,11 @@ from collections.abc import Mapping, Sequence
 from apache_beam.io.filesystems import FileSystems
 
 from connectors.errors import InvalidInputError
-from pipeline.build import ES_SCHEME
-from pipeline.config_loader import load_settings
+from pipeline.config.loader import load_settings
+from pipeline.config.settings import Settings
 from pipeline.ingest.job import IndexSummary, run_index
-from pipeline.run_job import run_job
-from pipeline.settings import Settings
+from pipeline.io.run_io import RunIO
+from pipeline.run.job import run
 
 
 def _settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
@@ -46,15 +46,8 @@ def run_command(args: argparse.Namespace, beam_args: Sequence[str],
     settings = _settings(args, environ)
     if not FileSystems.exists(args.queries):
         raise InvalidInputError("--queries", args.queries, "does not exist")
-    dead_letter = args.dead_letter or _default_dead_letter(args.out)
-    summary = run_job(settings, queries_path=args.queries, out_path=args.out,
-                      dead_letter_path=dead_letter, beam_args=beam_args)
+    io = RunIO.parse(args.queries, args.out, args.dead_letter, settings.search.elasticsearch)
+    summary = run(settings, io, beam_args=beam_args)
     print("\n".join(summary.lines()))
-    print(f"results: {args.out}\ndead letters: {dead_letter}")
+    print(f"results: {args.out}\ndead letters: {io.dead_letters}")
     return 0 if summary.balanced else 1
-
-
-def _default_dead_letter(out: str) -> str:
-    if out.startswith(ES_SCHEME):
-        return f"{out[len(ES_SCHEME):]}.dead-letter.jsonl"
-    return f"{out}.dead-letter.jsonl"

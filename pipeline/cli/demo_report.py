@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
+
+from pipeline.io.result_sink import read_results
 
 DEMO_QUESTIONS = (
     "How do I parse a JSON document from a string?",
@@ -33,18 +34,13 @@ def headline(content: str, limit: int = 90) -> str:
 
 def evidence_table(results_path: Path) -> str:
     """One block per query: rank, score, evidence key and what the chunk is about."""
-    results = [
-        json.loads(line) for line in results_path.read_text(encoding="utf-8").split("\n") if line
-    ]
-    by_id = {r["query_id"]: r for r in results}
+    by_id = {r.query_id: r for r in read_results(str(results_path))}
     lines: list[str] = []
     for number, question in enumerate(DEMO_QUESTIONS, start=1):
         result = by_id.get(f"q{number}")
         lines.append(f"\nQ{number}: {question}")
         lines.append(f"  {'rank':>4}  {'score':>6}  {'evidence key':<28}  about")
-        for block in (result or {}).get("evidence", []):
-            lines.append(
-                f"  {block['rank']:>4}  {block['score']:>6.3f}  "
-                f"{block['evidence_key']:<28}  {headline(block['content'])}"
-            )
+        for block in result.evidence if result else ():
+            lines.append(f"  {block.rank:>4}  {block.score:>6.3f}  "
+                         f"{block.evidence_key:<28}  {headline(block.content)}")
     return "\n".join(lines)

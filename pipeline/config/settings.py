@@ -1,0 +1,136 @@
+"""The settings model: every key and its default (kebab-case keys, as in YAML).
+
+Bounds are not declared here: each lives on the parameter type or stage that carries it
+(`connectors.params.Bound`), and the sections nest those types or name their bounds.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.embedded.layout import IndexKind
+from connectors.embedded.vector_search import HnswParams
+from connectors.embedder_port import EMBEDDER_DIM
+from connectors.params import Bound, Whole, kebab
+from stages.dedup import DedupKey
+from stages.fusion import RRF_K, RetrieverFamily, RrfSettings, Weight
+from stages.per_doc_cap import MAX_CHUNKS_PER_DOCUMENT
+from stages.projection import ProjectionBudget
+from stages.recall import RETRIEVE_K, SEARCH_BATCH
+from stages.sub_queries import DEFAULT_MAX_SUB_QUERIES, MAX_SUB_QUERIES, RecallMode
+from stages.top_n import RETURN_N
+
+_log = logging.getLogger(__name__)
+
+
+class Section(BaseModel):
+    """A settings section: frozen, kebab-case keys only, unknown keys rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=kebab,
+                              populate_by_name=False)
+
+
+class RecallSettings(Section):
+    """`rag.recall.*`: which retrievers run, and how hybrid recall fuses them."""
+
+    mode: RecallMode = "dense"
+    rrf_k: Annotated[Whole, RRF_K] = 60
+    weights: dict[RetrieverFamily, Weight] = Field(default_factory=dict)
+
+    def rrf(self) -> RrfSettings:
+        return RrfSettings(self.rrf_k, {str(k): v for k, v in self.weights.items()})
+
+
+class RagSettings(Section):
+    """`rag.*`: recall width, evidence count and the per-document cap. A legacy `top-k` fills
+    in whichever of `retrieve-k` and `return-n` is absent."""
+
+    retrieve_k: Annotated[Whole, RETRIEVE_K] = 20
+    return_n: Annotated[Whole, RETURN_N] = 5
+    top_k: Annotated[Whole, Bound("rag.top-k", ge=1, le=10_000)] | None = None
+    max_chunks_per_document: Annotated[Whole, MAX_CHUNKS_PER_DOCUMENT] = 2
+    max_sub_queries: Annotated[Whole, MAX_SUB_QUERIES] = DEFAULT_MAX_SUB_QUERIES
+    dedup_key: DedupKey = "evidence-key"
+    recall: RecallSettings = RecallSettings()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_top_k_fills_absent_widths(cls, data: Any) -> Any:
+        top_k = data.get("top-k") if isinstance(data, dict) else None
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1:
+            return data  # nothing to fill, or a bad top-k that its own field reports
+        filled = [k for k in ("retrieve-k", "return-n") if k not in data]
+        if filled:
+            _log.info("legacy rag.top-k=%s used for %s", data["top-k"], " and ".join(filled))
+        return {**{k: data["top-k"] for k in filled}, **data}
+
+    @model_validator(mode="after")
+    def _warn_when_recall_is_narrower_than_the_return(self) -> RagSettings:
+        if self.retrieve_k < self.return_n:
+            _log.warning("rag.retrieve-k=%d is below rag.return-n=%d: at most %d blocks per "
+                         "sub-query can be returned", self.retrieve_k, self.return_n,
+                         self.retrieve_k)
+        return self
+
+
+class EmbeddedStoreSettings(Section):
+    """`search.embedded.*`: where the store is; `index` is the kind `index` builds and `run`
+    expects (exact `flat`, or approximate `hnsw` for big stores)."""
+
+    path: str = "data/store"
+    index: IndexKind = "flat"
+    hnsw: HnswParams = HnswParams()
+
+
+class SearchSettings(Section):
+    backend: Literal["embedded", "elasticsearch"] = "embedded"
+    batch_size: Annotated[Whole, SEARCH_BATCH] = 64
+    embedded: EmbeddedStoreSettings = EmbeddedStoreSettings()
+    elasticsearch: ElasticsearchConfig = ElasticsearchConfig()
+
+    @field_validator("elasticsearch", mode="before")
+    @classmethod
+    def _elasticsearch_as_spelled(cls, data: Any) -> Any:
+        return ElasticsearchConfig.settings_input(data)
+
+
+class EmbedderSettings(Section):
+    """`embedder.*`: the hashing fallback, or a local sentence-transformers model."""
+
+    kind: Literal["hashing", "sentence-transformers"] = "hashing"
+    model: str | None = None
+    dim: Annotated[Whole, EMBEDDER_DIM] | None = None
+    batch_size: Annotated[Whole, Bound("embedder.batch-size", ge=1, le=4096)] = 64
+    query_prefix: str = ""
+    document_prefix: str = ""
+    normalize: bool = True
+
+    @model_validator(mode="after")
+    def _model_named_when_needed(self) -> EmbedderSettings:
+        if self.kind == "sentence-transformers" and not self.model:
+            raise ValueError("embedder.model is required when embedder.kind is "
+                             "sentence-transformers (a model directory, or a cached model's name)")
+        return self
+
+
+class ChunkingSettings(Section):
+    max_chars: Annotated[Whole, Bound("chunking.max-chars", ge=50)] = 800
+
+
+FOLDED: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("search", "elasticsearch", "retry"): ("search", "elasticsearch")}
+"""Sections that settings spell flat in their parent (`search.elasticsearch.max-attempts`)."""
+
+
+class Settings(Section):
+    """All of rag-evidence's settings. Precedence: defaults < YAML < environment < --set."""
+
+    rag: RagSettings = RagSettings()
+    search: SearchSettings = SearchSettings()
+    projection: ProjectionBudget = ProjectionBudget()
+    embedder: EmbedderSettings = EmbedderSettings()
+    chunking: ChunkingSettings = ChunkingSettings()

@@ -1,0 +1,138 @@
+"""Where results go, decided once from `--out`: a JSON-lines file, a Parquet file, or
+`es://INDEX`. Each kind knows its transform, its default dead-letter path, how to count what
+it holds, and (files) how to read results back, so that eval, demo and tests use one reader."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.transforms.error_handling import ErrorHandler
+
+from connectors.elasticsearch.config import ElasticsearchConfig
+from pipeline.io.es_sink import WriteEvidenceToElasticsearch
+from pipeline.io.json_lines import to_json_line
+from pipeline.io.line_blocks import count_lines, read_numbered_lines
+from pipeline.io.parquet import (
+    RESULT_SCHEMA,
+    is_parquet,
+    parquet_rows,
+    read_all_rows,
+    result_row,
+)
+from pipeline.io.single_file_sink import ParquetRows, TextLines, WriteToSingleFile
+from stages import counters
+from stages.models import DeadLetter, QueryResult
+
+ES_SCHEME = "es://"
+DEAD_LETTER_SUFFIX = ".dead-letter.jsonl"
+
+
+@dataclass(frozen=True)
+class ResultSink(ABC):
+    """The place `--out` names."""
+
+    location: str
+
+    @property
+    def default_dead_letter(self) -> str:
+        """Where dead letters go unless `--dead-letter` says."""
+        return f"{self.location}{DEAD_LETTER_SUFFIX}"
+
+    @abstractmethod
+    def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler
+              ) -> beam.PCollection[DeadLetter] | None:
+        """Writes `results`, counting each; returns the dead letters of failed writes, if the
+        kind has any (a record that cannot be encoded goes to `errors`)."""
+
+    @abstractmethod
+    def count(self) -> int | None:
+        """How many results it holds; None when it cannot tell from here."""
+
+
+class ResultFile(ResultSink):
+    """A file of results, readable back."""
+
+    @abstractmethod
+    def read(self) -> Iterator[QueryResult]:
+        """The results the file holds, in file order."""
+
+
+class JsonLinesResults(ResultFile):
+    def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler) -> None:
+        (results
+         | "ResultJson" >> beam.Map(_counted, to_json_line).with_output_types(str)
+         .with_exception_handling(error_handler=errors)
+         | "WriteResults" >> WriteToSingleFile(self.location, TextLines()))
+
+    def count(self) -> int:
+        return count_lines(self.location) if FileSystems.exists(self.location) else 0
+
+    def read(self) -> Iterator[QueryResult]:
+        for _, line in read_numbered_lines(self.location):
+            yield QueryResult.model_validate_json(line)
+
+
+class ParquetResults(ResultFile):
+    def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler) -> None:
+        (results
+         | "ResultRow" >> beam.Map(_counted, result_row).with_exception_handling(
+             error_handler=errors)
+         | "WriteResults" >> WriteToSingleFile(self.location, ParquetRows(RESULT_SCHEMA)))
+
+    def count(self) -> int:
+        return parquet_rows(self.location) if FileSystems.exists(self.location) else 0
+
+    def read(self) -> Iterator[QueryResult]:
+        for _, row in read_all_rows(self.location):
+            yield QueryResult.model_validate(row)
+
+
+@dataclass(frozen=True)
+class ElasticsearchResults(ResultSink):
+    """Each result as one document of `index`, `_id` = query id (re-runs overwrite)."""
+
+    config: ElasticsearchConfig = field(default_factory=ElasticsearchConfig)
+
+    @property
+    def index(self) -> str:
+        return self.location[len(ES_SCHEME):]
+
+    @property
+    def default_dead_letter(self) -> str:
+        return f"{self.index}{DEAD_LETTER_SUFFIX}"
+
+    def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler
+              ) -> beam.PCollection[DeadLetter]:
+        return results | "WriteResultsToElasticsearch" >> WriteEvidenceToElasticsearch(
+            self.config, self.index).with_error_handler(errors)
+
+    def count(self) -> None:
+        return None
+
+
+def result_sink(location: str, config: ElasticsearchConfig | None = None) -> ResultSink:
+    """The sink `location` names; `config` is the cluster of an `es://` sink."""
+    if location.startswith(ES_SCHEME):
+        return ElasticsearchResults(location, config or ElasticsearchConfig())
+    if is_parquet(location):
+        return ParquetResults(location)
+    return JsonLinesResults(location)
+
+
+def read_results(path: str) -> Iterator[QueryResult]:
+    """The results of a result file (JSON lines or Parquet)."""
+    sink = result_sink(path)
+    if not isinstance(sink, ResultFile):
+        raise ValueError(f"{path} is not a result file")
+    return sink.read()
+
+
+def _counted(result: QueryResult, encode: Any) -> Any:
+    encoded = encode(result)
+    counters.count(counters.RESULTS)
+    return encoded

@@ -1,0 +1,41 @@
+"""A run's input and outputs, parsed once from the command line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from apache_beam.io.filesystems import FileSystems
+
+from connectors.elasticsearch.config import ElasticsearchConfig
+from pipeline.io.line_blocks import count_lines
+from pipeline.io.query_source import QuerySource, query_source
+from pipeline.io.result_sink import ResultSink, result_sink
+from stages import counters
+
+
+@dataclass(frozen=True)
+class RunIO:
+    """Where queries come from, where results go, and the dead-letter JSONL file."""
+
+    queries: QuerySource
+    results: ResultSink
+    dead_letters: str
+
+    @classmethod
+    def parse(cls, queries: str, out: str, dead_letter: str | None = None,
+              elasticsearch: ElasticsearchConfig | None = None) -> RunIO:
+        """`--queries`, `--out` and `--dead-letter` (default: beside the results);
+        `elasticsearch` is the cluster an `es://` output writes to."""
+        results = result_sink(out, elasticsearch)
+        return cls(query_source(queries), results, dead_letter or results.default_dead_letter)
+
+    def counts(self) -> dict[str, int]:
+        """queries, results and dead letters as the files hold them (for a runner that reports
+        no metrics); results written to Elasticsearch count as the queries that were not dead
+        letters."""
+        queries = self.queries.count()
+        dead = count_lines(self.dead_letters) if FileSystems.exists(self.dead_letters) else 0
+        results = self.results.count()
+        return {counters.QUERIES: queries,
+                counters.RESULTS: queries - dead if results is None else results,
+                counters.DEAD_LETTERS: dead}

@@ -1,0 +1,62 @@
+"""The one place that wires a run: read queries, build evidence, write results and dead letters."""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.transforms.error_handling import CollectingErrorHandler
+
+from connectors.embedder_port import EmbedderFactory
+from connectors.errors import RagEvidenceError
+from connectors.search_port import PortFactory
+from pipeline.config.backends import embedder_factory_for, port_factory_for
+from pipeline.config.settings import Settings
+from pipeline.io.json_lines import to_json_line
+from pipeline.io.run_io import RunIO
+from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
+from pipeline.run.evidence_transform import EvidenceTransform
+from pipeline.run.progress import LogProgress
+from pipeline.run.query_parse import ParseQueries
+from pipeline.run.repeated_ids import RepeatedQueryIds
+from stages.internal_errors import InternalDeadLetters
+
+
+def build_pipeline(
+    pipeline: beam.Pipeline,
+    settings: Settings,
+    io: RunIO,
+    *,
+    port_factory: PortFactory | None = None,
+    embedder_factory: EmbedderFactory | None = None,
+    embedder_refusal: RagEvidenceError | None = None,
+) -> None:
+    """Adds the whole job to `pipeline`; collaborators default to the configured production ones.
+
+    The queries are read twice: once for their ids alone (a side input of the ids that repeat),
+    once to answer them, so that the answering pass streams instead of waiting for every id.
+    `embedder_refusal`, when set, dead-letters every query whose text would need embedding
+    (see `preflight`).
+    """
+    errors = CollectingErrorHandler()
+    repeated_ids = (pipeline
+                    | "ReadQueriesForIds" >> io.queries.read()
+                    | "RepeatedIds" >> RepeatedQueryIds())
+    parsed = (pipeline
+              | "ReadQueries" >> io.queries.read()
+              | "Parse" >> ParseQueries(repeated_ids).with_error_handler(errors))
+    evidence = parsed.queries | "Evidence" >> EvidenceTransform(
+        settings,
+        port_factory=port_factory or port_factory_for(settings),
+        embedder_factory=embedder_factory or embedder_factory_for(settings),
+        embedder_refusal=embedder_refusal,
+    ).with_error_handler(errors)
+    results = evidence.results | "Progress" >> LogProgress()
+    dead_letters = [parsed.dead_letter, evidence.dead_letters]
+    failed_writes = io.results.write(results, errors)
+    if failed_writes is not None:
+        dead_letters.append(failed_writes)
+    errors.close()
+    dead_letters.append(errors.output() | "InternalErrors" >> InternalDeadLetters())
+    (tuple(dead_letters)
+     | "AllDeadLetters" >> beam.Flatten()
+     | "DeadLetterJson" >> beam.Map(to_json_line).with_output_types(str)
+     | "WriteDeadLetters" >> WriteToSingleFile(io.dead_letters, TextLines()))

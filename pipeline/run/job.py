@@ -1,0 +1,53 @@
+"""Runs the evidence job once and returns its summary."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+import apache_beam as beam
+
+from connectors.embedder_port import EmbedderFactory
+from connectors.search_port import PortFactory
+from pipeline.config.backends import embedder_factory_for, port_factory_for
+from pipeline.config.beam_options import pipeline_options
+from pipeline.config.settings import Settings
+from pipeline.io.run_io import RunIO
+from pipeline.run.build import build_pipeline
+from pipeline.run.preflight import preflight
+from pipeline.run.summary import RunSummary, summarize
+
+_log = logging.getLogger(__name__)
+
+
+def run_job(settings: Settings, *, queries_path: str, out_path: str,
+            dead_letter_path: str | None = None, beam_args: Sequence[str] = (),
+            port_factory: PortFactory | None = None,
+            embedder_factory: EmbedderFactory | None = None) -> RunSummary:
+    """`run` with its paths: `out_path` a JSONL or Parquet file, or `es://INDEX`; dead letters
+    beside the results unless `dead_letter_path` says. `beam_args` are Beam pipeline options."""
+    io = RunIO.parse(queries_path, out_path, dead_letter_path, settings.search.elasticsearch)
+    return run(settings, io, beam_args=beam_args, port_factory=port_factory,
+               embedder_factory=embedder_factory)
+
+
+def run(settings: Settings, io: RunIO, *, beam_args: Sequence[str] = (),
+        port_factory: PortFactory | None = None,
+        embedder_factory: EmbedderFactory | None = None) -> RunSummary:
+    """Checks the backend and embedder (see `preflight`), then builds, runs and waits."""
+    port_factory = port_factory or port_factory_for(settings)
+    embedder_factory = embedder_factory or embedder_factory_for(settings)
+    options = pipeline_options(beam_args)
+    _log.info("run: %s -> %s, backend %s, %s recall, embedder %s", io.queries.path,
+              io.results.location, settings.search.backend, settings.rag.recall.mode,
+              settings.embedder.kind)
+    embeds = settings.rag.recall.mode != "lexical"
+    refusal = preflight(port_factory, embedder_factory if embeds else None, io.queries)
+    started = time.monotonic()
+    pipeline = beam.Pipeline(options=options)
+    build_pipeline(pipeline, settings, io, port_factory=port_factory,
+                   embedder_factory=embedder_factory, embedder_refusal=refusal)
+    result = pipeline.run()
+    result.wait_until_finish()
+    return summarize(result, time.monotonic() - started, io.counts)
