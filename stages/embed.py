@@ -64,7 +64,8 @@ _NOT_NEEDED = RagEvidenceError("no query of this batch needs the embedder")
 """Stands in for the embedder in a batch of vector queries, so that the model is not loaded."""
 
 
-def _pass_through(query: Query) -> EmbeddedQuery:
+def not_embedded(query: Query) -> EmbeddedQuery:
+    """A query that goes to recall as it is (lexical recall embeds nothing)."""
     return EmbeddedQuery(query=query)
 
 
@@ -72,33 +73,23 @@ class EmbedQueries(HandlesErrors, beam.PTransform[beam.PCollection[Query], pvalu
     """Query -> EmbeddedQuery (main `queries`) and DeadLetter (tag `dead_letter`).
 
     Texts go to the model `batch_size` at a time; the model is loaded once per worker process,
-    on the first text. With `enabled=False` (lexical recall) nothing is embedded. `refusal`,
-    when set, is the error that dead-letters every query that would need the embedder.
+    on the first text. `refusal`, when set, is the error that dead-letters every query that
+    would need the embedder.
 
     >>> embedded = queries | EmbedQueries(SharedEmbedder(open_model, "minilm"),  # doctest: +SKIP
     ...                                   batch_size=64)
     """
 
-    def __init__(self, embedder: SharedEmbedder, *, batch_size: int, enabled: bool = True,
+    def __init__(self, embedder: SharedEmbedder, *, batch_size: int,
                  refusal: str | None = None) -> None:
         super().__init__()
         self._fn = _EmbedDoFn(embedder, refusal)
         self._batch_size = batch_size
-        self._enabled = enabled
 
     def expand(self, queries: beam.PCollection[Query]) -> pvalue.DoOutputsTuple:
-        if not self._enabled:
-            return (queries
-                    | "NothingToEmbed" >> beam.Map(_pass_through).with_output_types(EmbeddedQuery)
-                    | "NoDeadLetters" >> beam.ParDo(_NoDeadLetters()).with_outputs(
-                        DEAD_LETTER, main="queries"))
         return (queries
                 | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
                                                 max_batch_size=self._batch_size)
                 | "EmbedTexts" >> self._guarded(
                     beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main="queries")))
 
-
-class _NoDeadLetters(beam.DoFn):
-    def process(self, element: EmbeddedQuery) -> Iterator[EmbeddedQuery]:
-        yield element

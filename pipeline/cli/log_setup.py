@@ -14,6 +14,16 @@ THIRD_PARTY = ("apache_beam", "elastic_transport", "elasticsearch", "bm25s",
 WORKER_LOG_LEVEL = "--default_sdk_harness_log_level"
 
 
+class BeamNoise(logging.Filter):
+    """Beam warns on the root logger about optional GCP libraries we never use, and about
+    output tags that its own exception handling wrapper does not declare."""
+
+    NOISE = ("apitools not found", "requested in with_outputs() but not declared")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not any(noise in record.getMessage() for noise in self.NOISE)
+
+
 def with_worker_log_level(beam_args: Sequence[str], verbose: bool) -> list[str]:
     """Beam options with the workers' log level set (ERROR, or WARNING with -v), unless the
     user set it: a runner's worker processes log on their own, at INFO by default."""
@@ -28,6 +38,9 @@ def configure_logging(verbose: bool) -> None:
     from this package, and Beam's warnings."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s",
                         force=True)
+    root = logging.getLogger()
+    if not any(isinstance(f, BeamNoise) for f in root.filters):
+        root.addFilter(BeamNoise())
     for name in OURS:
         logging.getLogger(name).setLevel(logging.INFO if verbose else logging.WARNING)
     logging.getLogger(PROGRESS).setLevel(logging.INFO)

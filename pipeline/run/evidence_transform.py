@@ -12,11 +12,11 @@ from connectors.search_port import PortFactory
 from pipeline.config.backends import embedder_tag
 from pipeline.config.settings import Settings
 from stages.dedup import KeyedDedup
-from stages.embed import EmbedQueries
+from stages.embed import EmbedQueries, not_embedded
 from stages.fusion import RrfFusion
 from stages.identity import IdentityNormalize
 from stages.internal_errors import HandlesErrors
-from stages.models import DeadLetter, Query, QueryResult
+from stages.models import DeadLetter, EmbeddedQuery, Query, QueryResult
 from stages.per_doc_cap import PerDocCap
 from stages.projection import Project
 from stages.recall import Recall
@@ -51,12 +51,18 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
 
     def expand(self, queries: beam.PCollection[Query]) -> EvidenceOutputs:
         rag, mode, handler = self._settings.rag, self._settings.rag.recall.mode, self._error_handler
-        embedded = queries | "Embed" >> EmbedQueries(
-            self._embedder, batch_size=self._settings.embedder.batch_size,
-            enabled=mode != "lexical",
-            refusal=None if self._refusal is None else str(self._refusal)).with_error_handler(
-                handler)
-        recalled = embedded.queries | "Recall" >> Recall(
+        dead_letters = []
+        if mode == "lexical":
+            to_recall = queries | "NothingToEmbed" >> beam.Map(not_embedded).with_output_types(
+                EmbeddedQuery)
+        else:
+            embedded = queries | "Embed" >> EmbedQueries(
+                self._embedder, batch_size=self._settings.embedder.batch_size,
+                refusal=None if self._refusal is None else str(self._refusal)
+            ).with_error_handler(handler)
+            to_recall = embedded.queries
+            dead_letters.append(embedded.dead_letter)
+        recalled = to_recall | "Recall" >> Recall(
             self._port_factory, retrieve_k=rag.retrieve_k,
             batch_size=self._settings.search.batch_size, mode=mode,
             max_sub_queries=rag.max_sub_queries).with_error_handler(handler)
@@ -72,6 +78,6 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
             | "TopN" >> TopN(rag.return_n).with_error_handler(handler)
             | "Project" >> Project(self._settings.projection).with_error_handler(handler)
         )
-        dead_letters = ((embedded.dead_letter, recalled.dead_letter)
-                        | "EvidenceDeadLetters" >> beam.Flatten())
-        return EvidenceOutputs(results, dead_letters)
+        dead_letters.append(recalled.dead_letter)
+        return EvidenceOutputs(results, tuple(dead_letters)
+                               | "EvidenceDeadLetters" >> beam.Flatten())

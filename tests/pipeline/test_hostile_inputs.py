@@ -10,7 +10,7 @@ import pytest
 from connectors.errors import ConfigError
 from pipeline.cli.main import main
 from pipeline.config.loader import load_settings
-from pipeline.run.build import to_json_line
+from pipeline.io.json_lines import to_json_line
 from pipeline.run.query_parse import parse_query_line
 from stages.identity import to_candidate
 from stages.models import DeadLetter, Query

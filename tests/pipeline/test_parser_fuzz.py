@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from connectors.chunk_record import ChunkRecord
 from connectors.errors import InvalidInputError
 from pipeline.ingest.sources import parse_chunk_line
-from pipeline.run.build import to_json_line
+from pipeline.io.json_lines import to_json_line
 from pipeline.run.query_parse import parse_query_line
 from stages.models import DeadLetter, Query
 

@@ -60,3 +60,13 @@ def test_workers_log_errors_only_unless_v_or_the_user_says_otherwise() -> None:
         "--x=1", "--default_sdk_harness_log_level=WARNING"]
     assert with_worker_log_level(["--default_sdk_harness_log_level=DEBUG"], False) == [
         "--default_sdk_harness_log_level=DEBUG"]
+
+
+@pytest.mark.parametrize("position", ["before", "after"])
+def test_verbose_is_accepted_before_or_after_the_command(tmp_path: Path, position: str) -> None:
+    command = ["corpus", str(tmp_path / "corpus")]
+    argv = ["-v", *command] if position == "before" else [*command, "-v"]
+    assert main(argv) == 0
+    assert logging.getLogger("pipeline").level == logging.INFO
+    main(command)
+    assert logging.getLogger("pipeline").level == logging.WARNING
