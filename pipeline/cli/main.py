@@ -11,11 +11,11 @@ from pipeline.cli.log_setup import configure_logging, with_worker_log_level
 
 
 def _parser() -> argparse.ArgumentParser:
-    verbose = argparse.ArgumentParser(add_help=False)  # -v before or after the command
-    verbose.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                         help="log what each step does (INFO), and Beam's warnings")
-    parser = argparse.ArgumentParser(prog="rag-evidence", description=__doc__, parents=[verbose])
-    parser.set_defaults(verbose=False)
+    parser = argparse.ArgumentParser(prog="rag-evidence", description=__doc__)
+    verbose = argparse.ArgumentParser(add_help=False)  # -v after the command, too
+    for where, default in ((parser, False), (verbose, argparse.SUPPRESS)):
+        where.add_argument("-v", "--verbose", action="store_true", default=default,
+                           help="log what each step does (INFO), and Beam's warnings")
     commands = parser.add_subparsers(dest="command", required=True)
 
     def with_config(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
