@@ -62,8 +62,9 @@ class EmbeddedPartWriter:
         if rows:
             name = uuid.uuid4().hex
             np.save(self._staging / f"{name}.npy", np.vstack(rows))
-            (self._staging / f"{name}.jsonl").write_text("\n".join(lines) + "\n",
-                                                         encoding="utf-8")
+            written = self._staging / f"{name}.jsonl.part"  # a part counts once renamed
+            written.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            written.rename(written.with_suffix(""))
         report.indexed = len(rows)
         return report
 

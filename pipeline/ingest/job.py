@@ -9,6 +9,7 @@ from pathlib import Path
 
 import apache_beam as beam
 from apache_beam import pvalue
+from apache_beam.transforms.error_handling import CollectingErrorHandler, ErrorHandler
 
 from connectors.chunk_writer_port import ChunkTarget
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo
@@ -28,8 +29,10 @@ from pipeline.ingest.transforms import (
     Failure,
     ParseChunkLines,
     WriteChunks,
+    internal_failures,
 )
 from pipeline.io.line_blocks import ReadNumberedLines, read_numbered_lines
+from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
 from stages import counters
 from stages.shared_embedder import SharedEmbedder
 
@@ -63,16 +66,19 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
     dimension = embedder.dimension if embedder is not None else first_dimension(chunks or "")
     created = target.prepare(dimension, embedder)
     try:
-        pipeline = beam.Pipeline(options=options)
+        pipeline, errors = beam.Pipeline(options=options), CollectingErrorHandler()
         if docs is not None:
             records = _document_records(pipeline, settings, str(Path(docs)), paths,
-                                        SharedEmbedder(embedder_factory, embedder_tag(settings)))
+                                        SharedEmbedder(embedder_factory, embedder_tag(settings)),
+                                        errors)
         else:
-            records = _chunk_file_records(pipeline, str(chunks), dimension)
+            records = _chunk_file_records(pipeline, str(chunks), dimension, errors)
         written = records.records | "Write" >> WriteChunks(
-            target, settings.search.elasticsearch.bulk_chunk_size)
+            target, settings.search.elasticsearch.bulk_chunk_size).with_error_handler(errors)
+        errors.close()
+        internal = errors.output() | "InternalFailures" >> beam.FlatMap(internal_failures, chunks)
         if failures_path:
-            _write_failures((records[FAILED], written), failures_path)
+            _write_failures((records[FAILED], written, internal), failures_path)
         result = pipeline.run()
         result.wait_until_finish()
         totals = counters.totals(result)
@@ -103,27 +109,29 @@ def _lines_with_id(chunks: str, record_id: str) -> list[str]:
 
 
 def _document_records(pipeline: beam.Pipeline, settings: Settings, root: str, paths: list[str],
-                      embedder: SharedEmbedder) -> pvalue.DoOutputsTuple:
+                      embedder: SharedEmbedder, errors: ErrorHandler) -> pvalue.DoOutputsTuple:
     """Documents -> chunks -> Embed, in batches of `embedder.batch-size`."""
     max_chars, batch = settings.chunking.max_chars, settings.embedder.batch_size
     return (pipeline
             | "Documents" >> beam.Create(paths)
-            | "Chunk" >> beam.FlatMap(lambda path: chunks_of(root, path, max_chars))
+            | "Chunk" >> beam.FlatMap(lambda path: chunks_of(root, path, max_chars)
+                                      ).with_exception_handling(error_handler=errors)
             | "Batch" >> beam.BatchElements(min_batch_size=batch, max_batch_size=batch)
-            | "Embed" >> beam.ParDo(EmbedChunks(embedder)).with_outputs(FAILED, main="records"))
+            | "Embed" >> beam.ParDo(EmbedChunks(embedder)).with_outputs(
+                FAILED, main="records").with_exception_handling(error_handler=errors))
 
 
-def _chunk_file_records(pipeline: beam.Pipeline, path: str, dimension: int
-                        ) -> pvalue.DoOutputsTuple:
+def _chunk_file_records(pipeline: beam.Pipeline, path: str, dimension: int,
+                        errors: ErrorHandler) -> pvalue.DoOutputsTuple:
     """Chunk-record lines -> parsed records of `dimension`."""
     return (pipeline
             | "Lines" >> ReadNumberedLines(path)
             | "Parse" >> beam.ParDo(ParseChunkLines(path, dimension)).with_outputs(
-                FAILED, main="records"))
+                FAILED, main="records").with_exception_handling(error_handler=errors))
 
 
 def _write_failures(failures: tuple[beam.PCollection[Failure], ...], path: str) -> None:
     (failures
      | "AllFailures" >> beam.Flatten()
      | "FailureJson" >> beam.MapTuple(lambda where, why: json.dumps({"id": where, "error": why}))
-     | "WriteFailures" >> beam.io.WriteToText(path, shard_name_template=""))
+     | "WriteFailures" >> WriteToSingleFile(path, TextLines()))

@@ -15,6 +15,7 @@ from connectors.errors import DimensionMismatchError, InvalidInputError, RagEvid
 from pipeline.ingest.sources import DocumentChunk, parse_chunk_line
 from pipeline.io.line_blocks import NumberedLine
 from stages import counters
+from stages.internal_errors import FailedElement, HandlesErrors
 from stages.owning_dofn import OwningDoFn
 from stages.shared_embedder import SharedEmbedder, embed_texts
 
@@ -28,6 +29,30 @@ def _failed(where: str, reason: str) -> pvalue.TaggedOutput:
     counters.count(counters.CHUNK_INDEX_FAILURES)
     _log.warning("chunk %s was not indexed: %s", where, reason)
     return pvalue.TaggedOutput(FAILED, (where, reason))
+
+
+def internal_failures(failed: FailedElement, chunks_path: str | None = None
+                      ) -> Iterator[Failure]:
+    """What a step raised unexpectedly, as the failure of each chunk (or document, or chunk
+    line of `chunks_path`) in the element that raised: the job goes on without them."""
+    element, (_, message, _) = failed
+    counters.count(counters.INTERNAL_ERRORS)
+    for where in _places(element, chunks_path):
+        yield _failed(where, f"unexpected error: {message}").value
+
+
+def _places(element: object, chunks_path: str | None) -> Iterator[str]:
+    if isinstance(element, list):
+        for item in element:
+            yield from _places(item, chunks_path)
+    elif isinstance(element, ChunkRecord):
+        yield element.id
+    elif isinstance(element, tuple) and len(element) == 3:  # a document's chunk
+        yield chunk_key(str(element[0]), int(element[1]))
+    elif isinstance(element, tuple) and len(element) == 2:  # a numbered chunk line
+        yield f"{chunks_path}:{element[0]}"
+    else:  # a document path
+        yield str(element)
 
 
 class ParseChunkLines(beam.DoFn):
@@ -88,7 +113,8 @@ class _WriteDoFn(OwningDoFn[ChunkWriter]):
             yield _failed(chunk_id, reason)
 
 
-class WriteChunks(beam.PTransform[beam.PCollection[ChunkRecord], beam.PCollection[Failure]]):
+class WriteChunks(HandlesErrors,
+                  beam.PTransform[beam.PCollection[ChunkRecord], beam.PCollection[Failure]]):
     """Writes chunk records through the target's writers, `batch_size` per call; outputs
     (id, reason) of each chunk that was not written.
 
@@ -104,5 +130,5 @@ class WriteChunks(beam.PTransform[beam.PCollection[ChunkRecord], beam.PCollectio
         return (records
                 | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
                                                 max_batch_size=self._batch_size)
-                | "Write" >> beam.ParDo(_WriteDoFn(self._target)).with_outputs(
-                    FAILED, main="written"))[FAILED]
+                | "Write" >> self._guarded(beam.ParDo(_WriteDoFn(self._target)).with_outputs(
+                    FAILED, main="written")))[FAILED]

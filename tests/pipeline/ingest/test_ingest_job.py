@@ -102,3 +102,17 @@ def test_a_chunk_of_another_dimension_fails_alone_naming_both_sizes(tmp_path: Pa
     chunks, failure = _index_with_one_failure(tmp_path, [r.model_dump_json() for r in records])
     assert failure["id"] == f"{chunks}:3"
     assert "vector of 'odd#chunk-0' has 3 dimensions but the store expects 4" in failure["error"]
+
+
+def test_an_unexpected_error_in_one_document_is_its_failure_and_the_rest_is_indexed(
+        tmp_path: Path) -> None:
+    docs = _docs(tmp_path / "docs", {"a.md": "Reading files.", "b.md": "Writing files."})
+    (docs / "notes.md").mkdir()  # a folder named like a document: reading it raises
+    failures = tmp_path / "failures.jsonl"
+    summary = run_index(_settings(tmp_path / "store"), docs=str(docs),
+                        failures_path=str(failures))
+    assert (summary.indexed, summary.failed) == (2, 1)
+    (failure,) = [json.loads(x) for x in failures.read_text().splitlines()]
+    assert failure["id"] == str(docs / "notes.md")
+    assert failure["error"].startswith("unexpected error: IsADirectoryError")
+    assert EmbeddedStore.open(tmp_path / "store").dimension == 32
