@@ -18,47 +18,31 @@ def _parser() -> argparse.ArgumentParser:
                            help="log what each step does (INFO), and Beam's warnings")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    def with_config(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        sub.add_argument("--config", help="YAML settings file (e.g. configs/local.yaml)")
-        sub.add_argument(
-            "--set",
-            dest="overrides",
-            action="append",
-            default=[],
-            metavar="KEY=VALUE",
-            help="override a setting, e.g. rag.return-n=8",
-        )
+    def command(name: str, help: str, config: bool = True) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, parents=[verbose], help=help)
+        if config:
+            sub.add_argument("--config", help="YAML settings file (e.g. configs/local.yaml)")
+            sub.add_argument("--set", dest="overrides", action="append", default=[],
+                             metavar="KEY=VALUE", help="override a setting, e.g. rag.return-n=8")
         return sub
 
-    index = with_config(commands.add_parser("index", parents=[verbose], help="build the store"))
+    index = command("index", "build the store")
     source = index.add_mutually_exclusive_group(required=True)
     source.add_argument("--chunks", help="chunk records JSONL: id, vector, content, metadata")
     source.add_argument("--docs", help="folder of .txt/.md files to chunk and embed")
     index.add_argument("--failures", help="JSONL of chunks that failed to index (elasticsearch)")
 
-    run = with_config(
-        commands.add_parser(
-            "run",
-            parents=[verbose],
-            help="answer queries; extra arguments are Beam pipeline options",
-        )
-    )
-    run.add_argument("--queries", required=True, help="query JSONL file")
-    run.add_argument("--out", required=True, help="result JSONL file, or es://INDEX")
+    run = command("run", "answer queries; extra arguments are Beam pipeline options")
+    run.add_argument("--queries", required=True, help="queries: a JSONL or Parquet file")
+    run.add_argument("--out", required=True,
+                     help="results: a JSONL or Parquet file, or es://INDEX")
     run.add_argument("--dead-letter", help="dead-letter JSONL (default: OUT.dead-letter.jsonl)")
 
-    demo = with_config(
-        commands.add_parser("demo", parents=[verbose], help="index the stdlib docs and ask them")
-    )
+    demo = command("demo", "index the stdlib docs and ask them")
     demo.add_argument("--workdir", help="where to keep the demo store (default: a temp dir)")
 
-    evaluate = with_config(
-        commands.add_parser(
-            "eval",
-            parents=[verbose],
-            help="score the evidence of one or more configs against relevance judgments",
-        )
-    )
+    evaluate = command("eval", "score the evidence of one or more configs against relevance "
+                       "judgments")
     evaluate.add_argument("--queries", required=True, help="query JSONL file")
     evaluate.add_argument("--qrels", required=True, help="judgments: TREC qrels or JSONL")
     evaluate.add_argument("--k", type=int, default=10, help="metric cut-off (default 10)")
@@ -66,9 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--docs", help="first (re)build each config's store from this folder")
     evaluate.add_argument("--json", help="also write the table as JSON to this file")
 
-    corpus = commands.add_parser(
-        "corpus", parents=[verbose], help="write the stdlib docs corpus (demo, eval)"
-    )
+    corpus = command("corpus", "write the stdlib docs corpus (demo, eval)", config=False)
     corpus.add_argument("out", help="folder to write the Markdown documents into")
     return parser
 

@@ -22,7 +22,7 @@ class _WriteEvidenceDoFn(OwningDoFn[ElasticsearchWriter]):
     """Owns an Elasticsearch writer from `setup` to `teardown`."""
 
     def __init__(self, config: ElasticsearchConfig, index: str) -> None:
-        super().__init__(partial(ElasticsearchWriter.open, config))
+        super().__init__(partial(ElasticsearchWriter.open, config, on_event=counters.count))
         self._index = index
 
     def process(self, batch: Sequence[QueryResult]) -> Iterator[DeadLetter]:
