@@ -12,7 +12,7 @@ from typing import Any
 
 import apache_beam as beam
 
-from connectors.input_limits import loads
+from connectors.input_limits import check_text, loads
 from pipeline.io.line_blocks import InputRecord, decode_line
 from stages.models import DeadLetter, Query
 
@@ -20,7 +20,9 @@ FirstAndCount = tuple[int, int]
 
 
 def query_id_of(record: InputRecord) -> Iterator[tuple[str, int]]:
-    """(id, line number) of a record that holds a string `id`; nothing for any other."""
+    """(id, line number) of a record that holds a string `id` within the input limits (the
+    parser's own: `loads` and `check_text`); nothing for any other, which the parse pass
+    dead-letters by itself."""
     number, raw = record
     if isinstance(raw, dict):
         data: Any = raw
@@ -30,7 +32,10 @@ def query_id_of(record: InputRecord) -> Iterator[tuple[str, int]]:
         except ValueError:
             return
     if isinstance(data, dict) and isinstance(data.get("id"), str):
-        yield data["id"], number
+        try:
+            yield check_text(data["id"]), number
+        except ValueError:
+            return
 
 
 class _FirstLineAndCount(beam.CombineFn):
