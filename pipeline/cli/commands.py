@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping, Sequence
 
-from apache_beam.io.filesystems import FileSystems
-
-from connectors.errors import InvalidInputError
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
 from pipeline.ingest.job import IndexSummary, run_index
@@ -44,8 +41,6 @@ def index_report(settings: Settings, summary: IndexSummary, failures: str | None
 def run_command(args: argparse.Namespace, beam_args: Sequence[str],
                 environ: Mapping[str, str]) -> int:
     settings = _settings(args, environ)
-    if not FileSystems.exists(args.queries):
-        raise InvalidInputError("--queries", args.queries, "does not exist")
     io = RunIO.parse(args.queries, args.out, args.dead_letter, settings.search.elasticsearch)
     summary = run(settings, io, beam_args=beam_args)
     print("\n".join(summary.lines()))

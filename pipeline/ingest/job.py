@@ -32,6 +32,7 @@ from pipeline.ingest.transforms import (
     internal_failures,
 )
 from pipeline.io.line_blocks import ReadNumberedLines, read_numbered_lines
+from pipeline.io.local_paths import check_distinct, check_input_file, check_output_file
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
 from stages import counters
 from stages.shared_embedder import SharedEmbedder
@@ -57,6 +58,11 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
     are counted, logged, written to `failures_path` when given, and the rest is committed.
     """
     options = pipeline_options(beam_args)
+    if chunks is not None:
+        check_input_file("--chunks", chunks)
+    if failures_path is not None:
+        check_output_file("--failures", failures_path)
+    check_distinct({"--chunks": chunks, "--failures": failures_path})
     target = target or chunk_target_for(settings)
     paths = [str(p) for p in document_paths(docs)] if docs is not None else []
     embedder = None

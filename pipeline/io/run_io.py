@@ -8,8 +8,10 @@ from apache_beam.io.filesystems import FileSystems
 
 from connectors.elasticsearch.config import ElasticsearchConfig
 from pipeline.io.line_blocks import count_lines
+from pipeline.io.local_paths import check_distinct, check_input_file, check_output_file
+from pipeline.io.parquet import is_parquet
 from pipeline.io.query_source import QuerySource, query_source
-from pipeline.io.result_sink import ResultSink, result_sink
+from pipeline.io.result_sink import ResultFile, ResultSink, result_sink
 from stages import counters
 
 
@@ -28,6 +30,17 @@ class RunIO:
         `elasticsearch` is the cluster an `es://` output writes to."""
         results = result_sink(out, elasticsearch)
         return cls(query_source(queries), results, dead_letter or results.default_dead_letter)
+
+    def check(self) -> None:
+        """Refuses, before anything starts, a run whose files would lose results (see
+        `local_paths`)."""
+        check_input_file("--queries", self.queries.path, text=not is_parquet(self.queries.path))
+        outputs = {"--dead-letter": self.dead_letters}
+        if isinstance(self.results, ResultFile):
+            outputs = {"--out": self.results.location, **outputs}
+        for flag, path in outputs.items():
+            check_output_file(flag, path)
+        check_distinct({"--queries": self.queries.path, **outputs})
 
     def counts(self) -> dict[str, int]:
         """queries, results and dead letters as the files hold them (for a runner that reports

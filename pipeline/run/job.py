@@ -35,7 +35,9 @@ def run_job(settings: Settings, *, queries_path: str, out_path: str,
 def run(settings: Settings, io: RunIO, *, beam_args: Sequence[str] = (),
         port_factory: PortFactory | None = None,
         embedder_factory: EmbedderFactory | None = None) -> RunSummary:
-    """Checks the backend and embedder (see `preflight`), then builds, runs and waits."""
+    """Checks the files (see `RunIO.check`), the backend and the embedder (see `preflight`),
+    then builds, runs and waits."""
+    io.check()
     port_factory = port_factory or port_factory_for(settings)
     embedder_factory = embedder_factory or embedder_factory_for(settings)
     options = pipeline_options(beam_args)

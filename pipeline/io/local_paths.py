@@ -1,0 +1,90 @@
+"""Checks of the files a job names, made before anything starts, so that no run loses results
+to a path mistake: an output over an input or over another output, a folder, a pipe, a folder
+that cannot be written, an input that is not UTF-8. Paths with a scheme (`gs://...`) are left
+to their filesystem."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from apache_beam.io.filesystems import FileSystems
+
+from connectors.errors import InvalidInputError
+
+_PEEK_BYTES = 64 * 1024
+_UTF16_32_MARKS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
+
+
+def is_local(path: str) -> bool:
+    return "://" not in path
+
+
+def check_input_file(flag: str, path: str, *, text: bool = True) -> None:
+    """`path` exists and is a regular file (a pipe would be read up once and lost: the job
+    reads its input more than once); with `text`, its start is no UTF-16/32 and no NUL.
+
+    Raises:
+        InvalidInputError: naming `flag`, the path and what it is instead.
+    """
+    if not is_local(path):
+        if not FileSystems.exists(path):
+            raise InvalidInputError(flag, path, "does not exist")
+        return
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InvalidInputError(flag, path, "does not exist") from None
+    except OSError as error:
+        raise InvalidInputError(flag, path, f"cannot be read ({error.strerror})") from None
+    if stat.S_ISDIR(mode):
+        raise InvalidInputError(flag, path, "is a folder, not a file")
+    if not stat.S_ISREG(mode):
+        raise InvalidInputError(flag, path, "is not a regular file (a pipe or a device): the "
+                                "job reads its input more than once, so save it to a file "
+                                "first (for example `zcat q.jsonl.gz > q.jsonl`)")
+    if text and not path.lower().endswith((".gz", ".bz2", ".xz", ".zst", ".deflate")):
+        with open(path, "rb") as handle:
+            start = handle.read(_PEEK_BYTES)
+        if start.startswith(_UTF16_32_MARKS) or b"\x00" in start:
+            raise InvalidInputError(flag, path, "is not UTF-8 text (it holds NUL bytes or a "
+                                    "UTF-16/32 byte-order mark); convert it to UTF-8")
+
+
+def check_output_file(flag: str, path: str) -> None:
+    """`path` can be written: not a folder, in a folder that exists and is writable.
+
+    Raises:
+        InvalidInputError: naming `flag`, the path and what is wrong.
+    """
+    if not is_local(path):
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise InvalidInputError(flag, path, "is a folder; name a file to write")
+    folder = target.parent
+    if not folder.is_dir():
+        raise InvalidInputError(flag, path, f"cannot be written: the folder {str(folder)!r} "
+                                "does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InvalidInputError(flag, path, f"cannot be written: the folder {str(folder)!r} "
+                                "is not writable")
+
+
+def check_distinct(paths: dict[str, str | None]) -> None:
+    """No two of the named files are one file (an output over an input, or over another
+    output, would end holding only part of the job's records).
+
+    Raises:
+        InvalidInputError: naming both flags and the path.
+    """
+    seen: dict[str, str] = {}
+    for flag, path in paths.items():
+        if path is None or not is_local(path):
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            raise InvalidInputError(flag, path, f"is the same file as {seen[real]}; each must "
+                                    "be a file of its own")
+        seen[real] = flag
