@@ -18,6 +18,8 @@ import numpy as np
 import orjson
 
 MAX_LINE_CHARS = 16 * 1024 * 1024
+MAX_LINE_BYTES = MAX_LINE_CHARS
+"""Readers skip a longer line unread (never holding it whole), and it is that line's error."""
 MAX_NESTING = 64
 MAX_NUMBER_DIGITS = 400
 MAX_VECTOR_LENGTH = 16_384

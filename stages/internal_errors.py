@@ -56,9 +56,16 @@ def _queries_of(element: Any) -> Iterator[tuple[str | None, int | None, Any]]:
     elif isinstance(element, Query):
         yield element.id, element.line_number, element.model_dump(exclude_none=True)
     elif isinstance(element, tuple) and len(element) == 2 and isinstance(element[0], int):
-        yield None, element[0], element[1]  # a numbered input line
+        yield None, element[0], _shown(element[1])  # a numbered input line
     else:
         yield getattr(element, "query_id", None), None, None
+
+
+def _shown(raw: Any) -> Any:
+    """An input as a dead letter can hold it: text, a row, or nothing (an unreadable part)."""
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8", errors="backslashreplace")
+    return raw if isinstance(raw, str | dict) else None
 
 
 class InternalDeadLetters(beam.PTransform[beam.PCollection[FailedElement],

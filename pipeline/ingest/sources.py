@@ -9,9 +9,10 @@ from pydantic import ValidationError
 
 from connectors.chunk_record import ChunkRecord
 from connectors.errors import InvalidInputError
-from connectors.input_limits import loads
+from connectors.input_limits import MAX_LINE_BYTES, loads
 from pipeline.ingest.chunking import chunk_text
 from pipeline.io.line_blocks import decode_line, read_numbered_lines
+from pipeline.io.records import OverlongLine, Unreadable, UnreadableRest, unreadable_reason
 from pipeline.io.validation_messages import failures
 
 DOC_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
@@ -20,8 +21,11 @@ DocumentChunk = tuple[str, int, str]
 """(doc id, chunk index, text)."""
 
 
-def parse_chunk_line(path: str, number: int, line: str | bytes) -> ChunkRecord:
+def parse_chunk_line(path: str, number: int, line: str | bytes | Unreadable) -> ChunkRecord:
     """One chunk record line; errors name `path:number` and the field."""
+    if isinstance(line, OverlongLine | UnreadableRest):
+        raise InvalidInputError(f"{path}:{number}", "...",
+                                unreadable_reason(line, MAX_LINE_BYTES))
     try:
         data = loads(decode_line(line))
     except ValueError as error:

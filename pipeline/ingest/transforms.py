@@ -13,7 +13,7 @@ from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import ChunkTarget, ChunkWriter
 from connectors.errors import DimensionMismatchError, InvalidInputError, RagEvidenceError
 from pipeline.ingest.sources import DocumentChunk, parse_chunk_line
-from pipeline.io.line_blocks import NumberedLine
+from pipeline.io.records import NumberedLine
 from stages import counters
 from stages.internal_errors import FailedElement, HandlesErrors
 from stages.owning_dofn import OwningDoFn

@@ -8,22 +8,27 @@ compressed file cannot be cut and is read as one block.
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import lzma
+import zlib
 from collections.abc import Iterator, Sequence
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from connectors.input_limits import MAX_LINE_BYTES
+from pipeline.io.records import NumberedLine, OverlongLine, UnreadableRest
+
 BOM = b"\xef\xbb\xbf"
 BLOCK_BYTES = 64 * 1024 * 1024
 _SCAN_BYTES = 8 * 1024 * 1024
 
-NumberedLine = tuple[int, bytes]
-"""A line as read: its number and its bytes, decoded by the parser (so that a line that is not
-UTF-8 becomes a dead letter of its own, never a replacement character or a crash)."""
-InputRecord = tuple[int, bytes | dict[str, Any]]
-"""A query as read: its line (or Parquet row) number, and its bytes (or the row's columns)."""
+_DECOMPRESSORS = {CompressionTypes.GZIP: gzip.GzipFile, CompressionTypes.BZIP2: bz2.BZ2File,
+                  CompressionTypes.LZMA: lzma.LZMAFile}
+"""Python's own readers, which raise on a truncated or corrupt file where Beam's stop quietly."""
 Block = tuple[str, int, int]
 """(path, first byte, end byte); end -1: the whole (compressed) file."""
 LineStarts = tuple[int, int]
@@ -32,15 +37,27 @@ LineStarts = tuple[int, int]
 
 def read_numbered_lines(path: str) -> Iterator[NumberedLine]:
     """(line number, bytes) for each non-blank line of `path` (any Beam filesystem); a UTF-8
-    byte-order mark opening the file is dropped."""
-    with FileSystems.open(path) as handle:
-        yield from _numbered(handle, 1, first=True)
+    byte-order mark opening the file is dropped. A compressed file that ends early or does not
+    decode ends with an `UnreadableRest` naming the file and the last line read."""
+    kind = CompressionTypes.detect_compression_type(path)
+    if kind not in _DECOMPRESSORS:
+        with FileSystems.open(path) as handle:
+            yield from _numbered(handle, 1, first=True)
+        return
+    number = 0
+    with _open_raw(path) as raw, _DECOMPRESSORS[kind](fileobj=raw) as handle:
+        try:
+            for number, line in _numbered(handle, 1, first=True):
+                yield number, line
+        except (EOFError, OSError, zlib.error, lzma.LZMAError) as error:
+            yield number + 1, UnreadableRest(
+                f"{path} is truncated or corrupt after line {number} ({kind} error: {error}); "
+                "the lines before it were read")
 
 
 def count_lines(path: str) -> int:
-    """How many non-blank lines `path` holds."""
-    with FileSystems.open(path) as handle:
-        return sum(1 for line in iter(handle.readline, b"") if line.strip())
+    """How many non-blank lines `path` holds (as `read_numbered_lines` reads them)."""
+    return sum(1 for _, line in read_numbered_lines(path) if not isinstance(line, UnreadableRest))
 
 
 def decode_line(line: str | bytes) -> str:
@@ -102,15 +119,30 @@ def _numbered(handle: BinaryIO, number: int, *, first: bool, limit: int | None =
               ) -> Iterator[NumberedLine]:
     """Lines from `handle`, numbered from `number`, until one starts `limit` bytes on."""
     consumed = 0
-    for raw in iter(handle.readline, b""):
+    for raw in iter(lambda: handle.readline(MAX_LINE_BYTES + 1), b""):
         if limit is not None and consumed >= limit:
             return
         consumed += len(raw)
-        line = raw.removeprefix(BOM).strip() if first else raw.strip()
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            skipped = _skip_rest_of_line(handle)
+            consumed += skipped
+            yield number, OverlongLine(len(raw) + skipped)
+        else:
+            line = raw.removeprefix(BOM).strip() if first else raw.strip()
+            if line:
+                yield number, line
         first = False
-        if line:
-            yield number, line
         number += 1
+
+
+def _skip_rest_of_line(handle: BinaryIO) -> int:
+    """Reads past the rest of a line, a bounded piece at a time; returns how many bytes."""
+    skipped = 0
+    while piece := handle.readline(_SCAN_BYTES):
+        skipped += len(piece)
+        if piece.endswith(b"\n"):
+            break
+    return skipped
 
 
 def _open_raw(path: str) -> BinaryIO:

@@ -23,7 +23,7 @@ def is_local(path: str) -> bool:
 
 def check_input_file(flag: str, path: str, *, text: bool = True) -> None:
     """`path` exists and is a regular file (a pipe would be read up once and lost: the job
-    reads its input more than once); with `text`, its start is no UTF-16/32 and no NUL.
+    reads its input more than once); with `text`, its start does not look like UTF-16/32.
 
     Raises:
         InvalidInputError: naming `flag`, the path and what it is instead.
@@ -47,9 +47,10 @@ def check_input_file(flag: str, path: str, *, text: bool = True) -> None:
     if text and not path.lower().endswith((".gz", ".bz2", ".xz", ".zst", ".deflate")):
         with open(path, "rb") as handle:
             start = handle.read(_PEEK_BYTES)
-        if start.startswith(_UTF16_32_MARKS) or b"\x00" in start:
-            raise InvalidInputError(flag, path, "is not UTF-8 text (it holds NUL bytes or a "
-                                    "UTF-16/32 byte-order mark); convert it to UTF-8")
+        if start.startswith(_UTF16_32_MARKS) or start.count(0) * 4 >= max(len(start), 8):
+            raise InvalidInputError(flag, path, "is not UTF-8 text (it starts with a UTF-16/32 "
+                                    "byte-order mark, or a quarter of it is NUL bytes); "
+                                    "convert it to UTF-8")
 
 
 def check_output_file(flag: str, path: str) -> None:

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from pydantic import BaseModel
 
-from pipeline.io.line_blocks import InputRecord
+from pipeline.io.records import InputRecord, UnreadableRest
 from stages.models import QueryResult
 
 PARQUET_SUFFIX = ".parquet"
@@ -46,9 +46,15 @@ def row_groups(path: str) -> Iterator[RowGroup]:
 
 
 def read_row_group(group: RowGroup) -> Iterator[InputRecord]:
+    """The rows of one row group; one that does not decode is an `UnreadableRest` naming it."""
     path, index, first = group
-    with FileSystems.open(path) as handle:
-        rows = pq.ParquetFile(handle).read_row_group(index).to_pylist()
+    try:
+        with FileSystems.open(path) as handle:
+            rows = pq.ParquetFile(handle).read_row_group(index).to_pylist()
+    except (OSError, pa.ArrowException) as error:
+        yield first, UnreadableRest(f"{path} row group {index} (rows from {first}) cannot be "
+                                    f"read: {error}")
+        return
     for number, row in enumerate(rows, start=first):
         yield number, {name: value for name, value in row.items() if value is not None}
 

@@ -10,10 +10,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import apache_beam as beam
+import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.io.line_blocks import InputRecord, ReadNumberedLines, count_lines, read_numbered_lines
+from connectors.errors import InvalidInputError
+from pipeline.io.line_blocks import ReadNumberedLines, count_lines, read_numbered_lines
 from pipeline.io.parquet import ReadParquetQueries, is_parquet, parquet_rows, read_all_rows
+from pipeline.io.records import InputRecord
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,9 @@ class QuerySource(ABC):
 
     def first_records(self, count: int) -> Iterator[InputRecord]:
         return itertools.islice(self.records(), count)
+
+    def check(self) -> None:  # noqa: B027 (a line file is checked line by line)
+        """Raises InvalidInputError when the file cannot be read at all."""
 
 
 class JsonLinesQueries(QuerySource):
@@ -62,6 +68,13 @@ class ParquetQueries(QuerySource):
 
     def count(self) -> int:
         return parquet_rows(self.path) if FileSystems.exists(self.path) else 0
+
+    def check(self) -> None:
+        try:
+            parquet_rows(self.path)
+        except (OSError, pa.ArrowException) as error:
+            raise InvalidInputError("--queries", self.path,
+                                    f"is not a readable Parquet file ({error})") from None
 
 
 def query_source(path: str) -> QuerySource:

@@ -14,6 +14,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.error_handling import ErrorHandler
 
 from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.errors import InvalidInputError
+from connectors.input_limits import MAX_LINE_BYTES
 from pipeline.io.es_sink import WriteEvidenceToElasticsearch
 from pipeline.io.json_lines import to_json_line
 from pipeline.io.line_blocks import count_lines, read_numbered_lines
@@ -24,6 +26,7 @@ from pipeline.io.parquet import (
     read_all_rows,
     result_row,
 )
+from pipeline.io.records import OverlongLine, UnreadableRest, unreadable_reason
 from pipeline.io.single_file_sink import ParquetRows, TextLines, WriteToSingleFile
 from stages import counters
 from stages.models import DeadLetter, QueryResult
@@ -73,7 +76,10 @@ class JsonLinesResults(ResultFile):
         return count_lines(self.location) if FileSystems.exists(self.location) else 0
 
     def read(self) -> Iterator[QueryResult]:
-        for _, line in read_numbered_lines(self.location):
+        for number, line in read_numbered_lines(self.location):
+            if isinstance(line, OverlongLine | UnreadableRest):
+                raise InvalidInputError(f"{self.location}:{number}", "...",
+                                        unreadable_reason(line, MAX_LINE_BYTES))
             yield QueryResult.model_validate_json(line)
 
 

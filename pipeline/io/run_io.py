@@ -35,6 +35,7 @@ class RunIO:
         """Refuses, before anything starts, a run whose files would lose results (see
         `local_paths`)."""
         check_input_file("--queries", self.queries.path, text=not is_parquet(self.queries.path))
+        self.queries.check()
         outputs = {"--dead-letter": self.dead_letters}
         if isinstance(self.results, ResultFile):
             outputs = {"--out": self.results.location, **outputs}

@@ -10,8 +10,15 @@ import apache_beam as beam
 from apache_beam import pvalue
 from pydantic import ValidationError
 
-from connectors.input_limits import loads
-from pipeline.io.line_blocks import InputRecord, decode_line
+from connectors.input_limits import MAX_LINE_BYTES, loads
+from pipeline.io.line_blocks import decode_line
+from pipeline.io.records import (
+    InputRecord,
+    OverlongLine,
+    Unreadable,
+    UnreadableRest,
+    unreadable_reason,
+)
 from pipeline.io.validation_messages import describe_validation_error
 from pipeline.run.repeated_ids import repeated_id_letter
 from stages import counters
@@ -23,10 +30,13 @@ _SHOWN_CHARS = 10_000
 """How much of a line that is not JSON a dead letter keeps."""
 
 
-def parse_query_line(line_number: int, line: str | bytes | dict[str, Any]
+def parse_query_line(line_number: int, line: str | bytes | dict[str, Any] | Unreadable
                      ) -> Query | DeadLetter:
     """Parses one JSONL line (or a Parquet row, already a dict); any problem becomes a
-    DeadLetter naming the field and value."""
+    DeadLetter naming the field and value (a part the reader could not read, naming why)."""
+    if isinstance(line, OverlongLine | UnreadableRest):
+        return DeadLetter(stage="parse", error=unreadable_reason(line, MAX_LINE_BYTES),
+                          line_number=line_number)
     if isinstance(line, dict):
         return _validated(line_number, line)
     try:
@@ -63,7 +73,8 @@ def _query_id(data: dict[str, object]) -> str | None:
 class _ParseDoFn(beam.DoFn):
     def process(self, record: InputRecord, first_lines: Mapping[str, int]
                 ) -> Iterator[Query | pvalue.TaggedOutput]:
-        counters.count(counters.QUERIES)
+        if not isinstance(record[1], UnreadableRest):  # the rest of a file is no query
+            counters.count(counters.QUERIES)
         parsed = parse_query_line(*record)
         if isinstance(parsed, Query):
             parsed = repeated_id_letter(parsed, first_lines) or parsed

@@ -13,7 +13,8 @@ from typing import Any
 import apache_beam as beam
 
 from connectors.input_limits import check_text, loads
-from pipeline.io.line_blocks import InputRecord, decode_line
+from pipeline.io.line_blocks import decode_line
+from pipeline.io.records import InputRecord, OverlongLine, UnreadableRest
 from stages.models import DeadLetter, Query
 
 FirstAndCount = tuple[int, int]
@@ -24,6 +25,8 @@ def query_id_of(record: InputRecord) -> Iterator[tuple[str, int]]:
     parser's own: `loads` and `check_text`); nothing for any other, which the parse pass
     dead-letters by itself."""
     number, raw = record
+    if isinstance(raw, OverlongLine | UnreadableRest):
+        return
     if isinstance(raw, dict):
         data: Any = raw
     else:

@@ -85,3 +85,56 @@ def test_gzip_input_is_accepted(store_config: Path, tmp_path: Path) -> None:
     queries = tmp_path / "q.jsonl.gz"
     queries.write_bytes(gzip.compress((VECTOR + "\n").encode()))
     assert _run(store_config, str(queries), str(tmp_path / "out.jsonl")) == 0
+
+
+def _lines(count: int) -> bytes:
+    return "".join(json.dumps({"id": f"q{i}", "vector": [1.0] + [0.0] * 7}) + "\n"
+                   for i in range(count)).encode()
+
+
+def test_a_truncated_gzip_answers_what_it_holds_and_fails_the_run_naming_the_file(
+        store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    whole = gzip.compress(_lines(400))
+    queries = tmp_path / "q.jsonl.gz"
+    queries.write_bytes(whole[: len(whole) // 2])
+    out, dead = tmp_path / "out.jsonl", tmp_path / "dead.jsonl"
+    code = _run(store_config, str(queries), str(out), "--dead-letter", str(dead))
+    answered = out.read_text().splitlines()
+    (letter,) = [json.loads(x) for x in dead.read_text().splitlines()]
+    assert 0 < len(answered) < 400
+    assert f"{queries} is truncated or corrupt after line {len(answered)}" in letter["error"]
+    assert code == 1 and "MISMATCH" in capsys.readouterr().out
+
+
+def test_a_corrupt_parquet_row_group_fails_the_run_naming_it(
+        store_config: Path, tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    queries = tmp_path / "q.parquet"
+    table = pa.table({"id": [f"q{i}" for i in range(20)],
+                      "vector": [[1.0] + [0.0] * 7 for _ in range(20)]})
+    pq.write_table(table, queries, row_group_size=10)
+    data = bytearray(queries.read_bytes())
+    data[200:260] = b"\xff" * 60  # inside the first row group's pages
+    queries.write_bytes(bytes(data))
+    out, dead = tmp_path / "out.parquet", tmp_path / "dead.jsonl"
+    code = _run(store_config, str(queries), str(out), "--dead-letter", str(dead))
+    letters = [json.loads(x) for x in dead.read_text().splitlines()]
+    assert code == 1
+    assert any("row group 0 (rows from 1) cannot be read" in d["error"] for d in letters)
+
+
+def test_a_line_past_the_limit_is_skipped_unread_and_is_its_own_dead_letter(
+        store_config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.io import line_blocks
+
+    monkeypatch.setattr(line_blocks, "MAX_LINE_BYTES", 1000)
+    queries = tmp_path / "q.jsonl"
+    queries.write_bytes(_lines(1) + b'{"id": "long", "text": "' + b"x" * 5000 + b'"}\n'
+                        + _lines(2)[len(_lines(1)):])
+    out, dead = tmp_path / "out.jsonl", tmp_path / "dead.jsonl"
+    code = _run(store_config, str(queries), str(out), "--dead-letter", str(dead))
+    (letter,) = [json.loads(x) for x in dead.read_text().splitlines()]
+    assert (letter["line_number"], code) == (2, 0)
+    assert "more than" in letter["error"] and len(out.read_text().splitlines()) == 2
