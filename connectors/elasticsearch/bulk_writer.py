@@ -28,6 +28,7 @@ from connectors.elasticsearch.retry import (
     retry_each,
 )
 from connectors.events import EventHook, ignore_event
+from connectors.vectors import unit
 
 Document = tuple[str, Mapping[str, Any]]
 REASON_CHARS = 300
@@ -36,7 +37,7 @@ REASON_CHARS = 300
 
 def chunk_document(record: ChunkRecord, config: ElasticsearchConfig) -> dict[str, Any]:
     """The `_source` of a chunk in the configured layout (and field names)."""
-    return chunk_source(config.layout, record.id, list(record.vector), record.content,
+    return chunk_source(config.layout, record.id, unit(record.vector).tolist(), record.content,
                         record.metadata, config.vector_field, config.content_field,
                         config.metadata_field)
 

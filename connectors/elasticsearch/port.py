@@ -20,6 +20,7 @@ from connectors.embedder_port import EmbedderInfo
 from connectors.errors import DimensionMismatchError, KnowledgeSearchError, SearchRejectedError
 from connectors.events import EventHook, ignore_event
 from connectors.search_port import SearchHit, SearchOutcome, SearchRequest
+from connectors.vectors import NO_DIRECTION, unit, unit_rows
 
 
 class ElasticsearchPort:
@@ -109,6 +110,8 @@ class ElasticsearchPort:
         if request.vector is not None and len(request.vector) != self.dimension:
             mismatch = DimensionMismatchError("vector", len(request.vector), self.dimension)
             return SearchRejectedError(str(mismatch))
+        if request.vector is not None and not unit_rows([request.vector])[1][0]:
+            return SearchRejectedError(f"vector {NO_DIRECTION}")
         undeclared = sorted(set(request.filters) - set(self._config.filter_fields))
         if undeclared:
             return SearchRejectedError(
@@ -124,7 +127,7 @@ class ElasticsearchPort:
         config = self._config
         knn: dict[str, Any] = {
             "field": config.vector_field,
-            "query_vector": list(request.vector),
+            "query_vector": unit(request.vector).tolist(),
             "k": request.k,
             "num_candidates": config.candidates_for(request.k),
         }

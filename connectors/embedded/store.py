@@ -41,6 +41,7 @@ from connectors.errors import (
     StoreNotFoundError,
 )
 from connectors.search_port import SearchHit, SearchOutcome, SearchRequest
+from connectors.vectors import NO_DIRECTION, unit_rows
 
 _BLOCK_ROWS = 256
 
@@ -130,16 +131,15 @@ class EmbeddedStore:
         if len(request.vector) != self.dimension:
             mismatch = DimensionMismatchError("vector", len(request.vector), self.dimension)
             error = KnowledgeSearchError(str(mismatch))
-        elif not np.any(np.asarray(request.vector)):
-            error = KnowledgeSearchError("vector is all zeros: cosine similarity is undefined")
+        elif not unit_rows([request.vector])[1][0]:
+            error = KnowledgeSearchError(f"vector {NO_DIRECTION}: cosine similarity is undefined")
         if error is not None:
             outcomes[i] = error
         return error is None
 
     def _search_block(self, requests: Sequence[SearchRequest], block: list[int],
                       outcomes: list[SearchOutcome]) -> None:
-        queries = np.asarray([requests[i].vector for i in block], dtype=np.float32)
-        queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+        queries, _ = unit_rows([requests[i].vector or () for i in block])  # each checked first
         plain = [row for row, i in enumerate(block) if not requests[i].filters]
         if plain:
             ks = [requests[block[row]].k for row in plain]

@@ -4,7 +4,6 @@ that builds the new store beside the old and renames it into place."""
 from __future__ import annotations
 
 import json
-import math
 import re
 import shutil
 import uuid
@@ -35,6 +34,7 @@ from connectors.embedded.vector_search import (
 )
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import DimensionMismatchError, InvalidInputError
+from connectors.vectors import NO_DIRECTION, unit, unit_rows
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _DIGITS = re.compile(r"(\d+)")
@@ -55,8 +55,7 @@ class EmbeddedPartWriter:
             if problem is not None:
                 report.failures.append((record.id, problem))
                 continue
-            vector = np.asarray(record.vector, dtype=np.float32)
-            rows.append(vector / np.linalg.norm(vector))
+            rows.append(unit(record.vector))
             lines.append(json.dumps({"id": record.id, "content": record.content,
                                      "metadata": record.metadata}, ensure_ascii=False))
         if rows:
@@ -76,8 +75,8 @@ class EmbeddedPartWriter:
             return str(DimensionMismatchError("vector", len(record.vector), self._dimension))
         if not all(abs(x) <= _FLOAT32_MAX for x in record.vector):
             return "vector has a component outside the float32 range"
-        if not math.isfinite(float(np.linalg.norm(np.asarray(record.vector, np.float32)))):
-            return "vector's length overflows float32"
+        if not unit_rows([record.vector])[1][0]:
+            return f"vector {NO_DIRECTION}"
         return None
 
 
