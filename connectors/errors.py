@@ -6,15 +6,30 @@ failed start-up says what to fix without reading the code.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Sequence
 
-_URL_CREDENTIALS = re.compile(r"(?<=://)[^/@\s'\"]+@")
+_URL_CREDENTIALS = re.compile(r"(?<=://)[^@\s'\"]*@|(?<![\w/:])[^\s'\"/@:]+:(?!//)[^@\s'\"]*@")
+"""`scheme://user:password@`, whatever the password holds (`/`, `?`, `#`), and `user:pw@host`."""
+_SECRETS: set[str] = set()
+_SHORTEST_SECRET = 4
+
+
+def register_secret(secret: str) -> None:
+    """Makes `redact` hide `secret` (and its base64 form, as an Authorization header carries
+    it) wherever it appears, in this process, from now on."""
+    if len(secret) >= _SHORTEST_SECRET:
+        _SECRETS.update({secret, base64.b64encode(secret.encode("utf-8", "replace")).decode()})
 
 
 def redact(text: str) -> str:
-    """`text` with the user and password of any URL in it replaced by `***`."""
-    return _URL_CREDENTIALS.sub("***@", text)
+    """`text` with the user and password of any URL in it, and every registered secret,
+    replaced by `***`."""
+    text = _URL_CREDENTIALS.sub("***@", text)
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
 
 
 class RagEvidenceError(Exception):

@@ -13,6 +13,7 @@ from typing import Any, Self
 import apache_beam as beam
 from apache_beam.transforms.error_handling import ErrorHandler
 
+from connectors.errors import redact
 from stages import counters
 from stages.models import DeadLetter, EmbeddedQuery, Query
 
@@ -43,7 +44,7 @@ def internal_dead_letters(failed: FailedElement) -> Iterator[DeadLetter]:
     for query_id, line_number, value in _queries_of(element):
         counters.count(counters.DEAD_LETTERS)
         counters.count(counters.INTERNAL_ERRORS)
-        yield DeadLetter(stage="internal", error=f"unexpected error: {message}",
+        yield DeadLetter(stage="internal", error=redact(f"unexpected error: {message}"),
                          query_id=query_id, line_number=line_number, input=value)
 
 

@@ -4,7 +4,9 @@ Each request takes the next action of its schedule (then `pass` once the schedul
 `pass` forwards it; `429`/`502`/`503`/`504`/`400` answer with that status and an Elasticsearch
 error body; `breaker` answers 429 with a PERMANENT circuit_breaking_exception; `delay:S` waits
 S seconds then forwards; `drop` closes the connection without answering; `sub429` forwards an
-`_msearch` and turns its first sub-response into a 429 error. It counts every request it sees.
+`_msearch` and turns its first sub-response into a 429 error; `echo-auth` answers 400 with a
+reason that quotes the Authorization header; `html200`, `error200`, `short200` answer 200 as a
+server that is not Elasticsearch would. It counts every request it sees.
 `by_path={"/_bulk": "drop"}` applies an action to every request whose path holds the key,
 before the schedule. With `slow_when=(marker, seconds)`, every request whose body holds
 `marker` is delayed (a heavy query that times out whenever it is sent).
@@ -30,6 +32,14 @@ def _error_body(status: int, kind: str = "es_rejected_execution_exception",
     if durability:
         error["durability"] = durability
     return json.dumps({"error": {**error, "root_cause": [error]}, "status": status}).encode()
+
+
+_NOT_ELASTICSEARCH = {
+    "html200": ("text/html", b"<html><body>Welcome to nginx!</body></html>"),
+    "error200": ("application/json", b'{"error": "not here", "status": 200}'),
+    "short200": ("application/json", b'{"responses": []}'),
+}
+"""Answers with status 200 from a server that is not Elasticsearch (a proxy's page, say)."""
 
 
 class FaultProxy:
@@ -112,6 +122,15 @@ class FaultProxy:
                     time.sleep(proxy.slow_when[1])
                 if action.isdigit():
                     self._answer(int(action), [], _error_body(int(action)))
+                    return
+                if action == "echo-auth":  # a server whose error reason quotes the header
+                    reason = f"bad header Authorization: {self.headers.get('authorization')}"
+                    self._answer(400, [], json.dumps({"error": {"type": "x", "reason": reason},
+                                                      "status": 400}).encode())
+                    return
+                if action in _NOT_ELASTICSEARCH:
+                    kind, payload = _NOT_ELASTICSEARCH[action]
+                    self._answer(200, [("Content-Type", kind)], payload)
                     return
                 if action == "breaker":
                     self._answer(429, [], _error_body(429, "circuit_breaking_exception",

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Annotated, Any, ClassVar
-from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, StrictBool
 
@@ -34,7 +33,7 @@ class RetryPolicy:
 
 
 def _no_credentials_in_hosts(hosts: tuple[str, ...]) -> tuple[str, ...]:
-    if any("@" in urlsplit(host).netloc for host in hosts):
+    if any("@" in host for host in hosts):  # also `user:pa/ss@host`, whose netloc has no @
         raise ValueError(
             "a host URL must not hold credentials (user:password@); set "
             f"{DEFAULT_USERNAME_ENV} and {DEFAULT_PASSWORD_ENV}, or {DEFAULT_API_KEY_ENV}, on "

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from connectors.elasticsearch.config import ElasticsearchConfig
-from connectors.errors import ConfigError
+from connectors.errors import ConfigError, register_secret
 
 Credentials = dict[str, str | tuple[str, str]]
 
@@ -21,6 +21,11 @@ def read_credentials(config: ElasticsearchConfig, environ: Mapping[str, str]) ->
     api_key = _printable(config.api_key_env, "API_KEY", environ, values)
     username = _printable(config.username_env, "USERNAME", environ, values)
     password = _printable(config.password_env, "PASSWORD", environ, values)
+    for secret in (api_key, password):
+        if secret:
+            register_secret(secret)
+    if username and password:
+        register_secret(f"{username}:{password}")
     if api_key:
         return {"api_key": api_key}
     if username and password:
@@ -41,6 +46,9 @@ def _printable(variable: str, file_key: str, environ: Mapping[str, str],
     if value and any(ord(c) < 32 or ord(c) == 127 for c in value):
         raise ConfigError(source, "<hidden>", "holds a control character (a CR or newline "
                           "from the file it was copied from?); credentials must be printable")
+    if value and not value.isascii():
+        raise ConfigError(source, "<hidden>", "holds a character outside ASCII, which an HTTP "
+                          "header cannot carry; credentials must be ASCII")
     return value
 
 
@@ -50,6 +58,9 @@ def _file_values(path: str) -> dict[str, str]:
     except OSError as error:
         raise ConfigError("search.elasticsearch.credentials-file", path,
                           f"cannot be read ({error.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError("search.elasticsearch.credentials-file", path,
+                          "is not UTF-8 text") from None
     values = {}
     for line in text.split("\n"):
         key, sep, value = line.partition("=")

@@ -31,7 +31,8 @@ def config_error(error: ValidationError, model: type[BaseModel], provenance: Pro
     lines = [_line(item, model, provenance, folded or {}) for item in error.errors()]
     first = error.errors()[0]
     key = ".".join(_spelled([str(p) for p in first["loc"]], folded or {})) or "settings"
-    return ConfigError.listing(key, first.get("input"), lines)
+    value = None if first["type"] in UNKNOWN_KEY else first.get("input")
+    return ConfigError.listing(key, value, lines)
 
 
 def _spelled(loc: list[str], folded: Folded) -> list[str]:
@@ -46,7 +47,8 @@ def _line(item: ErrorDetails, model: type[BaseModel], provenance: Provenance,
     loc = _spelled([str(p) for p in item["loc"]], folded)
     source = _source(loc, provenance)
     where = f" (from {source})" if source else ""
-    return f"{'.'.join(loc)}={item.get('input')!r}{where}: {_plain(item, loc, model)}"
+    shown = "" if item["type"] in UNKNOWN_KEY else f"={item.get('input')!r}"  # a secret, maybe
+    return f"{'.'.join(loc)}{shown}{where}: {_plain(item, loc, model)}"
 
 
 def _source(loc: list[str], provenance: Provenance) -> str | None:

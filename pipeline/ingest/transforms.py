@@ -11,7 +11,7 @@ from apache_beam import pvalue
 from connectors.chunk_identity import chunk_key, identity_metadata
 from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import ChunkTarget, ChunkWriter
-from connectors.errors import DimensionMismatchError, InvalidInputError, RagEvidenceError
+from connectors.errors import DimensionMismatchError, InvalidInputError, RagEvidenceError, redact
 from pipeline.ingest.sources import DocumentChunk, parse_chunk_line
 from pipeline.io.records import NumberedLine
 from stages import counters
@@ -38,7 +38,7 @@ def internal_failures(failed: FailedElement, chunks_path: str | None = None
     element, (_, message, _) = failed
     counters.count(counters.INTERNAL_ERRORS)
     for where in _places(element, chunks_path):
-        yield _failed(where, f"unexpected error: {message}").value
+        yield _failed(where, redact(f"unexpected error: {message}")).value
 
 
 def _places(element: object, chunks_path: str | None) -> Iterator[str]:

@@ -57,7 +57,7 @@ def test_legacy_top_k_never_overrides_a_new_key() -> None:
 
 
 def test_unknown_key_suggests_the_nearest_valid_key() -> None:
-    with pytest.raises(ConfigError, match=r"rag\.retreive-k=.*did you mean 'rag\.retrieve-k'"):
+    with pytest.raises(ConfigError, match=r"rag\.retreive-k .*did you mean 'rag\.retrieve-k'"):
         load_settings(overrides=["rag.retreive-k=3"])
 
 
