@@ -16,7 +16,7 @@ from elasticsearch.helpers import streaming_bulk
 from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import WriteReport
 from connectors.elasticsearch.config import ElasticsearchConfig
-from connectors.elasticsearch.failures import describe_body, is_retryable_status
+from connectors.elasticsearch.failures import describe_body, is_retryable_status, not_an_answer
 from connectors.elasticsearch.layouts import chunk_source
 from connectors.elasticsearch.retry import (
     Done,
@@ -90,6 +90,9 @@ def _bulk(client: Elasticsearch, index: str, batch: Sequence[Document], group: l
             outcomes[i] = Done(None) if ok else _item_outcome(item)
     except (TransportError, ApiError) as error:  # what the helper does not turn into items
         outcomes |= {i: outcome_of(error) for i in group if i not in outcomes}
+    except (KeyError, TypeError, AttributeError):  # an answer that is not `_bulk`'s
+        outcomes |= {i: Retry(not_an_answer("_bulk", "a body without items"))
+                     for i in group if i not in outcomes}
     return outcomes
 
 

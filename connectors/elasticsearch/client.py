@@ -10,9 +10,10 @@ from elasticsearch import Elasticsearch, NotFoundError
 
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.credentials import read_credentials
+from connectors.elasticsearch.failures import not_an_answer
 from connectors.elasticsearch.retry import call_with_retries
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import KnowledgeSearchError, SearchUnavailableError
+from connectors.errors import KnowledgeSearchError, SearchUnavailableError, redact
 
 
 def open_client(config: ElasticsearchConfig, environ: Mapping[str, str] | None = None
@@ -53,7 +54,12 @@ def index_mappings(client: Elasticsearch, config: ElasticsearchConfig) -> dict[s
                                      config.hosts)
     except NotFoundError:
         return None
-    for index_mapping in response.body.values():
+    body = response.body
+    if not isinstance(body, dict) or not all(isinstance(m, dict) for m in body.values()):
+        raise SearchUnavailableError(redact(
+            f"the mapping request of {config.index!r} on {list(config.hosts)}: "
+            f"{not_an_answer('the mapping request', body)}"))
+    for index_mapping in body.values():
         return dict(index_mapping.get("mappings") or {})
     return {}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from elastic_transport import ConnectionError as TransportConnectionError
-from elastic_transport import ConnectionTimeout, TlsError
+from elastic_transport import ConnectionTimeout, SerializationError, TlsError
 from elasticsearch import ApiError
 
 from connectors.errors import redact
@@ -22,8 +22,8 @@ def is_retryable_status(status: int, error_body: Any) -> bool:
 
 def is_retryable_exception(error: BaseException) -> bool:
     """Timeouts and connection errors are retryable; API errors by their status."""
-    if isinstance(error, (ConnectionTimeout, TransportConnectionError)):
-        return True
+    if isinstance(error, (ConnectionTimeout, TransportConnectionError, SerializationError)):
+        return True  # a page no JSON parser reads is a server or proxy failing, as a 5xx
     if isinstance(error, ApiError):
         return is_retryable_status(error.meta.status, error.body)
     return False
@@ -37,6 +37,13 @@ def describe(error: BaseException) -> str:
         details = " ".join([str(error.message), *(str(cause) for cause in error.errors)])
         return f"TLS error: {_tls_kind(details)}"
     return redact(f"{type(error).__name__}: {error}")
+
+
+def not_an_answer(request: str, body: Any) -> str:
+    """Why an answer with status 200 is not one of Elasticsearch's to `request`."""
+    shown = repr(body if not isinstance(body, bytes | str) else body[:60])[:80]
+    return (f"the server's answer to {request} is not Elasticsearch's (got {shown}); is "
+            "search.elasticsearch.hosts an Elasticsearch server?")
 
 
 def describe_body(status: int, body: Any) -> str:

@@ -11,7 +11,7 @@ from elasticsearch import Elasticsearch
 
 from connectors.elasticsearch.client import open_client
 from connectors.elasticsearch.config import ElasticsearchConfig
-from connectors.elasticsearch.failures import describe_body, is_retryable_status
+from connectors.elasticsearch.failures import describe_body, is_retryable_status, not_an_answer
 from connectors.elasticsearch.index_check import IndexFacts, check_index
 from connectors.elasticsearch.layouts import hit_metadata, source_filter
 from connectors.elasticsearch.retry import Done, ItemOutcome, Reject, Retry, retry_each
@@ -93,7 +93,11 @@ class ElasticsearchPort:
         searches: list[dict[str, Any]] = []
         for i in group:
             searches += [{"index": self._config.index}, self._body(requests[i])]
-        responses = self._client.msearch(searches=searches).body["responses"]
+        body = self._client.msearch(searches=searches).body
+        responses = body.get("responses") if isinstance(body, dict) else None
+        if not isinstance(responses, list) or len(responses) != len(group) or not all(
+                isinstance(r, dict) for r in responses):
+            return dict.fromkeys(group, Retry(not_an_answer("_msearch", body)))
         outcomes: dict[int, ItemOutcome[list[SearchHit]]] = {}
         for i, response in zip(group, responses, strict=True):
             status = int(response.get("status", 200))

@@ -47,6 +47,8 @@ def _file_layer(path: str | Path | None) -> dict[str, Any]:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as error:
         raise ConfigError("--config", str(path), f"cannot be read ({error.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError("--config", str(path), "is not UTF-8 text") from None
     except yaml.YAMLError as error:
         raise ConfigError("--config", str(path), f"is not valid YAML ({error})") from None
     if data is None:

@@ -50,7 +50,7 @@ def _parse(line: str, where: str) -> tuple[str, str, int]:
         try:
             data = json.loads(line)
             return str(data["query_id"]), str(data["id"]), int(data.get("relevance", 1))
-        except (ValueError, KeyError, TypeError) as error:
+        except (ValueError, KeyError, TypeError, OverflowError) as error:
             raise InvalidInputError(where, line, f"is not a qrels JSON line ({error})") from None
     parts = line.split()
     if len(parts) != 4 or not parts[3].lstrip("-").isdigit():
