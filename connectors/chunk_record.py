@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from connectors.input_limits import check_text, check_vector
+from connectors.input_limits import Vector, check_text, check_vector
 
 
 class ChunkRecord(BaseModel):
@@ -15,7 +15,7 @@ class ChunkRecord(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str = Field(min_length=1)
-    vector: tuple[float, ...] = Field(min_length=1)
+    vector: Vector = Field(min_length=1)
     content: str
     metadata: dict[str, Any] = Field(default_factory=dict)
 

@@ -12,10 +12,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import orjson
+from pydantic import Strict
+
+Component = Annotated[float, Strict()]
+"""A vector component: a number (whole or not), never `true` or a string of digits."""
+Vector = tuple[Component, ...]
 
 MAX_LINE_CHARS = 16 * 1024 * 1024
 MAX_LINE_BYTES = MAX_LINE_CHARS

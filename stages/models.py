@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from connectors.input_limits import check_text, check_vector
+from connectors.input_limits import Vector, check_text, check_vector
 from connectors.search_port import FilterValue, SearchHit
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -19,8 +19,8 @@ class Query(BaseModel):
 
     id: str = Field(min_length=1)
     text: str | None = None
-    vector: tuple[float, ...] | None = None
-    vectors: tuple[tuple[float, ...], ...] | None = None
+    vector: Vector | None = None
+    vectors: tuple[Vector, ...] | None = None
     filters: dict[str, FilterValue | list[FilterValue]] = Field(default_factory=dict)
     _line_number: int | None = PrivateAttr(default=None)
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
-import typing
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from connectors.errors import ConfigError
-from connectors.params import kebab
+from pipeline.config.fields import annotation_at, section_keys
 
 UNKNOWN_KEY = ("extra_forbidden", "unexpected_keyword_argument")
 """How pydantic names an unknown key: of a model, of a dataclass."""
@@ -85,27 +83,9 @@ def _plain(item: ErrorDetails, loc: list[str], model: type[BaseModel]) -> str:
 
 def nearest_key(loc: list[str], model: type[Any]) -> str | None:
     """The valid key closest to the unknown one at `loc`, spelled as a dotted path."""
-    section: type[Any] | None = model
-    for part in loc[:-1]:
-        section = _keys(section).get(part)
-    match = difflib.get_close_matches(loc[-1], list(_keys(section)), n=1, cutoff=0.4)
+    names = list(section_keys(annotation_at(model, loc[:-1])))
+    match = difflib.get_close_matches(loc[-1], names, n=1, cutoff=0.4)
     return ".".join([*loc[:-1], match[0]]) if match else None
-
-
-def _keys(section: type[Any] | None) -> dict[str, type[Any] | None]:
-    """A section's keys as settings spell them, each with its own section type (or None)."""
-    if isinstance(section, type) and issubclass(section, BaseModel):
-        return {f.alias or n: _section(f.annotation) for n, f in section.model_fields.items()}
-    if isinstance(section, type) and dataclasses.is_dataclass(section):
-        hints = typing.get_type_hints(section)
-        return {kebab(f.name): _section(hints[f.name]) for f in dataclasses.fields(section)}
-    return {}
-
-
-def _section(annotation: Any) -> type[Any] | None:
-    is_section = isinstance(annotation, type) and (
-        issubclass(annotation, BaseModel) or dataclasses.is_dataclass(annotation))
-    return annotation if is_section else None
 
 
 def leaf_paths(layer: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -11,9 +12,11 @@ from pydantic import ValidationError
 
 from connectors.errors import ConfigError
 from pipeline.config.errors import Provenance, config_error, leaf_paths
+from pipeline.config.fields import annotation_at, is_text
 from pipeline.config.settings import FOLDED, Settings
 
 ENV_PREFIX = "RAG_EVIDENCE__"
+_NULLS = ("null", "Null", "NULL", "~")
 
 
 def load_settings(config_path: str | Path | None = None,
@@ -65,7 +68,7 @@ def _env_layers(environ: Mapping[str, str]) -> list[tuple[dict[str, Any], str]]:
         if name.startswith(ENV_PREFIX):
             layer: dict[str, Any] = {}
             parts = [p.lower().replace("_", "-") for p in name[len(ENV_PREFIX):].split("__")]
-            _set_path(layer, parts, _scalar(value))
+            _set_path(layer, parts, _typed(value, parts))
             layers.append((layer, f"environment {name}"))
     return layers
 
@@ -77,9 +80,21 @@ def _cli_layers(overrides: Iterable[str]) -> list[tuple[dict[str, Any], str]]:
         if not sep or not key.strip():
             raise ConfigError("--set", item, "must look like key.path=value")
         layer: dict[str, Any] = {}
-        _set_path(layer, key.strip().split("."), _scalar(value))
+        parts = key.strip().split(".")
+        _set_path(layer, parts, _typed(value, parts))
         layers.append((layer, "--set"))
     return layers
+
+
+def _typed(text: str, path: list[str]) -> Any:
+    """A value from the command line or environment, typed by the field it sets: a text field
+    takes it as written (`query: `, `2024-01-01`; `null` where the field may be absent; a
+    quoted YAML string unquoted), any other reads it as YAML."""
+    annotation = annotation_at(Settings, path)
+    quoted = len(text) >= 2 and text[0] == text[-1] and text[0] in "'\""
+    if quoted or not is_text(annotation):
+        return _scalar(text)
+    return None if text in _NULLS and type(None) in typing.get_args(annotation) else text
 
 
 def _scalar(text: str) -> Any:

@@ -14,8 +14,12 @@ def failures(error: ValidationError) -> list[tuple[str, object, str]]:
 def describe_validation_error(error: ValidationError) -> str:
     """Every failure as `field=value: message`, joined by `; `."""
     parts = []
-    for field, value, message in failures(error):
-        shown = repr(value)
+    for item in error.errors():
+        field = ".".join(str(p) for p in item["loc"]) or "record"
+        if item["type"] == "missing":  # its input is the whole record: not worth showing
+            parts.append(f"{field}: is required (absent, or null)")
+            continue
+        shown = repr(item.get("input"))
         shown = shown if len(shown) <= 60 else shown[:57] + "..."
-        parts.append(f"{field}={shown}: {message}")
+        parts.append(f"{field}={shown}: {item['msg']}")
     return "; ".join(parts)
