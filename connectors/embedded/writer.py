@@ -34,10 +34,13 @@ from connectors.embedded.vector_search import (
 )
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import DimensionMismatchError, InvalidInputError
+from connectors.ownership import owned_suffix, release, remove_stale, take
 from connectors.vectors import NO_DIRECTION, unit, unit_rows
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _DIGITS = re.compile(r"(\d+)")
+_STAGING, _BUILDING = ".staging-", ".new-"
+"""Work folders beside the store, named after their owner (see `connectors.ownership`)."""
 
 
 class EmbeddedPartWriter:
@@ -91,12 +94,18 @@ class EmbeddedStoreTarget:
     def __init__(self, path: str | Path, index: IndexKind = "flat",
                  hnsw: HnswParams = DEFAULT_HNSW) -> None:
         self._path = Path(path)
-        self._staging = self._path.parent / f".{self._path.name}.staging-{uuid.uuid4().hex[:8]}"
+        self._staging = self._path.parent / f".{self._path.name}{_STAGING}{owned_suffix()}"
         self._dimension = 0
         self._embedder: EmbedderInfo | None = None
         self._index, self._hnsw = index, hnsw
 
     def prepare(self, dimension: int, embedder: EmbedderInfo | None) -> bool:
+        """Takes the store's lock (a second `index` of it is refused, naming the holder),
+        removes what killed jobs left beside it, and makes the staging folder."""
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        take(self._lock, f"the embedded store {str(self._path)!r}")
+        for work in (_STAGING, _BUILDING):
+            remove_stale(self._path.parent, f".{self._path.name}{work}")
         self._staging.mkdir(parents=True)
         self._dimension, self._embedder = dimension, embedder
         return not (self._path / MANIFEST_FILE).is_file()
@@ -120,6 +129,11 @@ class EmbeddedStoreTarget:
 
     def abort(self) -> None:
         shutil.rmtree(self._staging, ignore_errors=True)
+        release(self._lock)
+
+    @property
+    def _lock(self) -> Path:
+        return self._path.parent / f".{self._path.name}.lock"
 
     def _build(self) -> tuple[Path, str | None]:
         parts = _Parts(self._staging)
@@ -129,7 +143,7 @@ class EmbeddedStoreTarget:
         order = np.asarray(sorted(range(len(parts.ids)), key=lambda i: _natural(parts.ids[i])),
                            dtype=np.int64)
         _check_unique([parts.ids[i] for i in order])
-        built = self._path.parent / f".{self._path.name}.new-{uuid.uuid4().hex[:8]}"
+        built = self._path.parent / f".{self._path.name}{_BUILDING}{owned_suffix()}"
         built.mkdir()
         try:
             note = _write_built(built, parts, order, Manifest(

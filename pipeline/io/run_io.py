@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from apache_beam.io.filesystems import FileSystems
 
 from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.ownership import held
 from pipeline.io.line_blocks import count_lines
-from pipeline.io.local_paths import check_distinct, check_input_file, check_output_file
+from pipeline.io.local_paths import (
+    check_distinct,
+    check_input_file,
+    check_output_file,
+    is_local,
+)
 from pipeline.io.parquet import is_parquet
 from pipeline.io.query_source import QuerySource, query_source
 from pipeline.io.result_sink import ResultFile, ResultSink, result_sink
@@ -42,6 +51,22 @@ class RunIO:
         for flag, path in outputs.items():
             check_output_file(flag, path)
         check_distinct({"--queries": self.queries.path, **outputs})
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """Holds the output files for this run: a second run into one of them is refused,
+        naming this one, instead of mixing its lines into ours."""
+        with contextlib.ExitStack() as stack:
+            for path in self.output_files():
+                stack.enter_context(held(Path(f"{path}.lock"), path))
+            yield
+
+    def output_files(self) -> list[str]:
+        """The local files this run writes."""
+        files = [self.dead_letters]
+        if isinstance(self.results, ResultFile):
+            files.insert(0, self.results.location)
+        return [f for f in files if is_local(f)]
 
     def counts(self) -> dict[str, int]:
         """queries, results and dead letters as the files hold them (for a runner that reports

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
 import apache_beam as beam
@@ -21,7 +22,12 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
+from connectors.ownership import owned_suffix, remove_stale
+from pipeline.io.local_paths import is_local
+
 _COPY_BYTES = 8 * 1024 * 1024
+PARTS = ".parts-"
+"""The part folder beside the file, named after its owner (see `connectors.ownership`)."""
 
 
 class PartFormat(Protocol):
@@ -147,7 +153,9 @@ class WriteToSingleFile(beam.PTransform[beam.PCollection[Any], beam.PCollection[
         super().__init__()
         self._path = path
         self._format = part_format
-        self._parts_dir = f"{path}.parts-{uuid.uuid4().hex[:8]}"
+        self._parts_dir = f"{path}{PARTS}{owned_suffix()}"
+        if is_local(path):  # what killed runs of this path left behind
+            remove_stale(Path(path).parent, Path(path).name + PARTS)
 
     def expand(self, elements: beam.PCollection[Any]) -> beam.PCollection[str]:
         return (elements

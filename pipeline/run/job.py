@@ -46,10 +46,11 @@ def run(settings: Settings, io: RunIO, *, beam_args: Sequence[str] = (),
               settings.embedder.kind)
     embeds = settings.rag.recall.mode != "lexical"
     refusal = preflight(port_factory, embedder_factory if embeds else None, io.queries)
-    started = time.monotonic()
-    pipeline = beam.Pipeline(options=options)
-    build_pipeline(pipeline, settings, io, port_factory=port_factory,
-                   embedder_factory=embedder_factory, embedder_refusal=refusal)
-    result = pipeline.run()
-    result.wait_until_finish()
-    return summarize(result, time.monotonic() - started, io.counts)
+    with io.held():
+        started = time.monotonic()
+        pipeline = beam.Pipeline(options=options)
+        build_pipeline(pipeline, settings, io, port_factory=port_factory,
+                       embedder_factory=embedder_factory, embedder_refusal=refusal)
+        result = pipeline.run()
+        result.wait_until_finish()
+        return summarize(result, time.monotonic() - started, io.counts)
