@@ -67,6 +67,14 @@ class InvalidInputError(RagEvidenceError):
         super().__init__(f"{field}={_short(value)}: {reason}")
 
 
+class DocumentError(RagEvidenceError):
+    """A document of `--docs` that cannot be indexed (a folder, a pipe, binary, not UTF-8)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {reason}")
+
+
 class DimensionMismatchError(RagEvidenceError):
     """A vector's length differs from the store's or embedder's dimension."""
 

@@ -20,7 +20,8 @@ def index_command(args: argparse.Namespace, beam_args: Sequence[str],
                   environ: Mapping[str, str]) -> int:
     settings = _settings(args, environ)
     summary = run_index(settings, chunks=args.chunks, docs=args.docs,
-                        failures_path=args.failures, beam_args=beam_args)
+                        failures_path=args.failures, beam_args=beam_args,
+                        follow_symlinks=args.follow_symlinks)
     print(index_report(settings, summary, args.failures))
     return 0 if summary.failed == 0 else 1
 

@@ -30,7 +30,9 @@ def _parser() -> argparse.ArgumentParser:
     source = index.add_mutually_exclusive_group(required=True)
     source.add_argument("--chunks", help="chunk records JSONL: id, vector, content, metadata")
     source.add_argument("--docs", help="folder of .txt/.md files to chunk and embed")
-    index.add_argument("--failures", help="JSONL of chunks that failed to index (elasticsearch)")
+    index.add_argument("--failures", help="JSONL of the chunks that failed to index")
+    index.add_argument("--follow-symlinks", action="store_true",
+                       help="index documents that links in --docs lead to outside it")
 
     run = command("run", "answer queries; extra arguments are Beam pipeline options")
     run.add_argument("--queries", required=True, help="queries: a JSONL or Parquet file")

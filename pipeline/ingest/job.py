@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import apache_beam as beam
-from apache_beam import pvalue
 from apache_beam.transforms.error_handling import CollectingErrorHandler, ErrorHandler
 
+from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import ChunkTarget
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo
 from connectors.errors import InvalidInputError
@@ -22,9 +22,11 @@ from pipeline.config.backends import (
 )
 from pipeline.config.beam_options import pipeline_options
 from pipeline.config.settings import Settings
-from pipeline.ingest.sources import chunks_of, document_paths, first_dimension, parse_chunk_line
+from pipeline.ingest.documents import document_paths
+from pipeline.ingest.sources import first_dimension, parse_chunk_line
 from pipeline.ingest.transforms import (
     FAILED,
+    ChunkDocuments,
     EmbedChunks,
     Failure,
     ParseChunkLines,
@@ -36,6 +38,9 @@ from pipeline.io.local_paths import check_distinct, check_input_file, check_outp
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
 from stages import counters
 from stages.shared_embedder import SharedEmbedder
+
+Records = tuple[beam.PCollection[ChunkRecord], list[beam.PCollection[Failure]]]
+"""The records to write, and the failures of the steps that made them."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,8 @@ class IndexSummary:
 def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None = None,
               failures_path: str | None = None, beam_args: Sequence[str] = (),
               target: ChunkTarget | None = None,
-              embedder_factory: EmbedderFactory | None = None) -> IndexSummary:
+              embedder_factory: EmbedderFactory | None = None,
+              follow_symlinks: bool = False) -> IndexSummary:
     """Indexes chunk records (`chunks`) or a folder of documents (`docs`) into the configured
     store, on whatever runner `beam_args` name, then commits; a failed job commits nothing.
 
@@ -74,17 +80,17 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
     try:
         pipeline, errors = beam.Pipeline(options=options), CollectingErrorHandler()
         if docs is not None:
-            records = _document_records(pipeline, settings, str(Path(docs)), paths,
-                                        SharedEmbedder(embedder_factory, embedder_tag(settings)),
-                                        errors)
+            records, failed = _document_records(
+                pipeline, settings, str(Path(docs)), paths,
+                SharedEmbedder(embedder_factory, embedder_tag(settings)), errors, follow_symlinks)
         else:
-            records = _chunk_file_records(pipeline, str(chunks), dimension, errors)
-        written = records.records | "Write" >> WriteChunks(
+            records, failed = _chunk_file_records(pipeline, str(chunks), dimension, errors)
+        written = records | "Write" >> WriteChunks(
             target, settings.search.elasticsearch.bulk_chunk_size).with_error_handler(errors)
         errors.close()
         internal = errors.output() | "InternalFailures" >> beam.FlatMap(internal_failures, chunks)
         if failures_path:
-            _write_failures((records[FAILED], written, internal), failures_path)
+            _write_failures((*failed, written, internal), failures_path)
         result = pipeline.run()
         result.wait_until_finish()
         totals = counters.totals(result)
@@ -115,25 +121,30 @@ def _lines_with_id(chunks: str, record_id: str) -> list[str]:
 
 
 def _document_records(pipeline: beam.Pipeline, settings: Settings, root: str, paths: list[str],
-                      embedder: SharedEmbedder, errors: ErrorHandler) -> pvalue.DoOutputsTuple:
+                      embedder: SharedEmbedder, errors: ErrorHandler, follow_symlinks: bool
+                      ) -> Records:
     """Documents -> chunks -> Embed, in batches of `embedder.batch-size`."""
     max_chars, batch = settings.chunking.max_chars, settings.embedder.batch_size
-    return (pipeline
-            | "Documents" >> beam.Create(paths)
-            | "Chunk" >> beam.FlatMap(lambda path: chunks_of(root, path, max_chars)
-                                      ).with_exception_handling(error_handler=errors)
-            | "Batch" >> beam.BatchElements(min_batch_size=batch, max_batch_size=batch)
-            | "Embed" >> beam.ParDo(EmbedChunks(embedder)).with_outputs(
-                FAILED, main="records").with_exception_handling(error_handler=errors))
+    chunked = (pipeline
+               | "Documents" >> beam.Create(paths)
+               | "Chunk" >> beam.ParDo(ChunkDocuments(root, max_chars, follow_symlinks)
+                                       ).with_outputs(FAILED, main="chunks")
+               .with_exception_handling(error_handler=errors))
+    embedded = (chunked.chunks
+                | "Batch" >> beam.BatchElements(min_batch_size=batch, max_batch_size=batch)
+                | "Embed" >> beam.ParDo(EmbedChunks(embedder)).with_outputs(
+                    FAILED, main="records").with_exception_handling(error_handler=errors))
+    return embedded.records, [chunked[FAILED], embedded[FAILED]]
 
 
 def _chunk_file_records(pipeline: beam.Pipeline, path: str, dimension: int,
-                        errors: ErrorHandler) -> pvalue.DoOutputsTuple:
+                        errors: ErrorHandler) -> Records:
     """Chunk-record lines -> parsed records of `dimension`."""
-    return (pipeline
-            | "Lines" >> ReadNumberedLines(path)
-            | "Parse" >> beam.ParDo(ParseChunkLines(path, dimension)).with_outputs(
-                FAILED, main="records").with_exception_handling(error_handler=errors))
+    parsed = (pipeline
+              | "Lines" >> ReadNumberedLines(path)
+              | "Parse" >> beam.ParDo(ParseChunkLines(path, dimension)).with_outputs(
+                  FAILED, main="records").with_exception_handling(error_handler=errors))
+    return parsed.records, [parsed[FAILED]]
 
 
 def _write_failures(failures: tuple[beam.PCollection[Failure], ...], path: str) -> None:

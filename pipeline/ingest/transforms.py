@@ -11,8 +11,15 @@ from apache_beam import pvalue
 from connectors.chunk_identity import chunk_key, identity_metadata
 from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import ChunkTarget, ChunkWriter
-from connectors.errors import DimensionMismatchError, InvalidInputError, RagEvidenceError, redact
-from pipeline.ingest.sources import DocumentChunk, parse_chunk_line
+from connectors.errors import (
+    DimensionMismatchError,
+    DocumentError,
+    InvalidInputError,
+    RagEvidenceError,
+    redact,
+)
+from pipeline.ingest.documents import DocumentChunk, chunks_of
+from pipeline.ingest.sources import parse_chunk_line
 from pipeline.io.records import NumberedLine
 from stages import counters
 from stages.internal_errors import FailedElement, HandlesErrors
@@ -76,6 +83,19 @@ class ParseChunkLines(beam.DoFn):
             yield _failed(where, str(mismatch))
             return
         yield record
+
+
+class ChunkDocuments(beam.DoFn):
+    """Document path -> its chunks, or a failure naming the path (see `read_document`)."""
+
+    def __init__(self, root: str, max_chars: int, follow_symlinks: bool = False) -> None:
+        self._root, self._max_chars, self._follow = root, max_chars, follow_symlinks
+
+    def process(self, path: str) -> Iterator[DocumentChunk | pvalue.TaggedOutput]:
+        try:
+            yield from chunks_of(self._root, path, self._max_chars, self._follow)
+        except DocumentError as error:
+            yield _failed(path, str(error))
 
 
 class EmbedChunks(beam.DoFn):

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
+
+import numpy as np
 
 import pytest
 
 from connectors.embedded.layout import Manifest
 from connectors.embedded.store import EmbeddedStore
+from connectors.embedder_port import Purpose
+from connectors.embedders.hashing import HashingEmbedder
 from connectors.errors import InvalidInputError
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
@@ -104,15 +110,25 @@ def test_a_chunk_of_another_dimension_fails_alone_naming_both_sizes(tmp_path: Pa
     assert "vector of 'odd#chunk-0' has 3 dimensions but the store expects 4" in failure["error"]
 
 
-def test_an_unexpected_error_in_one_document_is_its_failure_and_the_rest_is_indexed(
+class _FailingEmbedder(HashingEmbedder):
+    """The port's own embedder, failing as no embedder should on a text holding `boom`."""
+
+    def embed(self, texts: Sequence[str], purpose: Purpose = "query") -> np.ndarray:
+        if any("boom" in text for text in texts):
+            raise RuntimeError("the model fell over")
+        return super().embed(texts, purpose)
+
+
+def test_an_unexpected_error_is_the_failure_of_its_chunks_and_the_rest_is_indexed(
         tmp_path: Path) -> None:
-    docs = _docs(tmp_path / "docs", {"a.md": "Reading files.", "b.md": "Writing files."})
-    (docs / "notes.md").mkdir()  # a folder named like a document: reading it raises
+    docs = _docs(tmp_path / "docs", {"a.md": "Reading files.", "b.md": "boom goes the model.",
+                                     "c.md": "Writing files."})
     failures = tmp_path / "failures.jsonl"
-    summary = run_index(_settings(tmp_path / "store"), docs=str(docs),
-                        failures_path=str(failures))
+    summary = run_index(_settings(tmp_path / "store", "embedder.batch-size=1"), docs=str(docs),
+                        failures_path=str(failures),
+                        embedder_factory=partial(_FailingEmbedder, 32))
     assert (summary.indexed, summary.failed) == (2, 1)
     (failure,) = [json.loads(x) for x in failures.read_text().splitlines()]
-    assert failure["id"] == str(docs / "notes.md")
-    assert failure["error"].startswith("unexpected error: IsADirectoryError")
+    assert failure["id"] == "b.md#chunk-0"
+    assert failure["error"].startswith("unexpected error: RuntimeError")
     assert EmbeddedStore.open(tmp_path / "store").dimension == 32

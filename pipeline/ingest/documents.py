@@ -1,0 +1,84 @@
+"""The documents of a `--docs` folder: which entries are documents, and reading one safely.
+
+Every entry named like a document is one, so that a folder named `notes.md`, a FIFO or a
+dangling link fails alone, by path, instead of crashing or hanging the job; nothing is opened
+before it is known to be a regular file inside the folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+from connectors.errors import DocumentError, InvalidInputError
+from pipeline.ingest.chunking import chunk_text
+
+DOC_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+_WORD = re.compile(r"[A-Za-z0-9]")
+DocumentChunk = tuple[str, int, str]
+"""(doc id, chunk index, text)."""
+
+
+def document_paths(root: str | Path) -> list[Path]:
+    """Every entry under `root` named like a document (files, links, folders alike), sorted;
+    folders are not entered through links.
+
+    Raises:
+        InvalidInputError: `root` is not a directory, or holds no such entry.
+    """
+    base = Path(root)
+    if not base.is_dir():
+        raise InvalidInputError("--docs", str(root), "is not a directory")
+    paths = []
+    for folder, folders, files in os.walk(base, followlinks=False):
+        paths += [Path(folder) / name for name in [*files, *folders]
+                  if Path(name).suffix.lower() in DOC_SUFFIXES]
+    if not paths:
+        wanted = ", ".join(DOC_SUFFIXES)
+        raise InvalidInputError("--docs", str(root), f"holds no document to index ({wanted})")
+    return sorted(paths)
+
+
+def read_document(root: str | Path, path: str | Path, follow_symlinks: bool = False) -> str:
+    """The text of the document at `path`.
+
+    Raises:
+        DocumentError: naming the path: not a regular file (a folder, a FIFO, a device, a
+            link to nothing), a link that leads outside `root` (unless `follow_symlinks`),
+            larger than MAX_DOCUMENT_BYTES, binary (NUL bytes), or not UTF-8.
+    """
+    where = str(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise DocumentError(where, "is a symbolic link to nothing") from None
+    if stat.S_ISDIR(mode):
+        raise DocumentError(where, "is a folder named like a document")
+    if not stat.S_ISREG(mode):
+        raise DocumentError(where, "is not a regular file (a pipe or a device)")
+    if not follow_symlinks and not Path(path).resolve().is_relative_to(Path(root).resolve()):
+        raise DocumentError(where, "is a link that leads outside --docs (index "
+                                "with --follow-symlinks to follow it)")
+    with open(path, "rb") as handle:
+        data = handle.read(MAX_DOCUMENT_BYTES + 1)
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise DocumentError(where, f"is larger than {MAX_DOCUMENT_BYTES} bytes")
+    if b"\x00" in data:
+        raise DocumentError(where, "is binary (it holds NUL bytes), not text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DocumentError(where, f"is not UTF-8 text (byte 0x{data[error.start]:02x}"
+                                f" at position {error.start})") from None
+
+
+def chunks_of(root: str | Path, path: str | Path, max_chars: int,
+              follow_symlinks: bool = False) -> list[DocumentChunk]:
+    """(doc id = path relative to `root`, chunk index, text) for one document."""
+    doc_id = Path(path).relative_to(root).as_posix()
+    text = read_document(root, path, follow_symlinks)
+    chunks = [c for c in chunk_text(text, max_chars) if _WORD.search(c)]
+    return [(doc_id, index, chunk) for index, chunk in enumerate(chunks)]
