@@ -28,6 +28,10 @@ MAX_LINE_BYTES = MAX_LINE_CHARS
 MAX_NESTING = 64
 MAX_NUMBER_DIGITS = 400
 MAX_VECTOR_LENGTH = 16_384
+MAX_FILTER_KEYS = 64
+MAX_FILTER_VALUES = 1024
+"""Per query: metadata filter keys, and values in one key's list (each key may cost a scan of
+the store's metadata)."""
 FLOAT32_MAX = float(np.finfo(np.float32).max)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _OUTSIDE_INT64 = 2.0**63
@@ -94,6 +98,15 @@ def check_nesting(value: Any, depth: int = 0) -> None:
     for item in items:
         if isinstance(item, dict | list):
             check_nesting(item, depth + 1)
+
+
+def check_filters(filters: dict[str, Any]) -> None:
+    """Raises ValueError for more filter keys, or more values in one list, than the limits."""
+    if len(filters) > MAX_FILTER_KEYS:
+        raise ValueError(f"has {len(filters)} keys; at most {MAX_FILTER_KEYS}")
+    for key, value in filters.items():
+        if isinstance(value, list) and len(value) > MAX_FILTER_VALUES:
+            raise ValueError(f"{key!r} lists {len(value)} values; at most {MAX_FILTER_VALUES}")
 
 
 def check_text(value: str) -> str:

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from connectors.input_limits import Vector, check_text, check_vector
+from connectors.input_limits import Vector, check_filters, check_text, check_vector
 from connectors.search_port import FilterValue, SearchHit
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -43,6 +43,7 @@ class Query(BaseModel):
     @field_validator("filters")
     @classmethod
     def _filter_values_are_valid_unicode(cls, filters: dict[str, Any]) -> dict[str, Any]:
+        check_filters(filters)
         for key, value in filters.items():
             check_text(key)
             for item in value if isinstance(value, list) else [value]:

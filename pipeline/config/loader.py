@@ -16,6 +16,7 @@ from pipeline.config.fields import annotation_at, is_text
 from pipeline.config.settings import FOLDED, Settings
 
 ENV_PREFIX = "RAG_EVIDENCE__"
+MAX_CONFIG_BYTES = 1024 * 1024
 _NULLS = ("null", "Null", "NULL", "~")
 
 
@@ -47,7 +48,8 @@ def _file_layer(path: str | Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        text = _bounded_text(Path(path))
+        data = yaml.safe_load(text)
     except OSError as error:
         raise ConfigError("--config", str(path), f"cannot be read ({error.strerror})") from None
     except UnicodeDecodeError:
@@ -59,6 +61,20 @@ def _file_layer(path: str | Path | None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError("--config", str(path), "must hold a YAML mapping of settings")
     return data
+
+
+def _bounded_text(path: Path) -> str:
+    """The config file's text: at most MAX_CONFIG_BYTES, and no YAML alias (`*name`), whose
+    nested expansion (an alias bomb) would take minutes and gigabytes to merge."""
+    with path.open("rb") as handle:
+        data = handle.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError("--config", str(path), f"is larger than {MAX_CONFIG_BYTES} bytes")
+    text = data.decode("utf-8")
+    if any(isinstance(event, yaml.AliasEvent) for event in yaml.parse(text, yaml.SafeLoader)):
+        raise ConfigError("--config", str(path), "uses a YAML alias (*name); write each "
+                          "setting out instead")
+    return text
 
 
 def _env_layers(environ: Mapping[str, str]) -> list[tuple[dict[str, Any], str]]:
