@@ -8,11 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from elasticsearch import Elasticsearch
 
-from connectors.elasticsearch.bulk_writer import write_chunks
 from connectors.elasticsearch.config import ElasticsearchConfig
-from connectors.elasticsearch.index_admin import ensure_index
 from connectors.elasticsearch.port import ElasticsearchPort
 from connectors.embedded.writer import EmbeddedPartWriter
 from connectors.errors import ConfigError, KnowledgeSearchError
@@ -87,11 +84,8 @@ def test_a_negative_or_non_finite_fusion_weight_is_a_config_error(weight: str) -
 @pytest.mark.live_es
 @pytest.mark.parametrize("scale", [1e-23, 1e20])
 def test_elasticsearch_answers_a_scaled_query_as_its_direction(
-        es_url: str, es_client: Elasticsearch, es_index: str, scale: float) -> None:
-    config = ElasticsearchConfig(hosts=(es_url,), index=es_index, index_options={"type": "flat"})
-    vectors = unit_vectors(12, dim=DIM)
-    ensure_index(es_client, config, DIM)
-    write_chunks(es_client, config, chunk_records(vectors), refresh=True)
+        es_chunks: tuple[ElasticsearchConfig, np.ndarray], scale: float) -> None:
+    config, vectors = es_chunks
     port = ElasticsearchPort.open(config)
     plain, scaled = port.search([SearchRequest(vector=tuple(vectors[2].tolist()), k=3),
                                  SearchRequest(vector=tuple((vectors[2] * scale).tolist()), k=3)])

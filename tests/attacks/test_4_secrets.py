@@ -6,19 +6,16 @@ import random
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
-from elasticsearch import Elasticsearch
 
-from connectors.elasticsearch.bulk_writer import write_chunks
 from connectors.elasticsearch.client import open_client
 from connectors.elasticsearch.config import ElasticsearchConfig, RetryPolicy
-from connectors.elasticsearch.index_admin import ensure_index
 from connectors.elasticsearch.index_check import IndexFacts
 from connectors.elasticsearch.port import ElasticsearchPort
 from connectors.errors import ConfigError, SearchRejectedError
 from connectors.search_port import SearchRequest
 from pipeline.config.loader import load_settings
-from tests.builders import chunk_records, unit_vectors
 from tests.fault_proxy import FaultProxy
 
 SECRET = "pa/ss?w#rd-42"
@@ -49,11 +46,9 @@ def test_a_non_ascii_api_key_is_one_clear_error_that_hides_it(tmp_path: Path) ->
 
 @pytest.mark.live_es
 def test_server_text_that_quotes_the_credentials_is_redacted(
-        es_url: str, es_client: Elasticsearch, es_index: str) -> None:
-    config = ElasticsearchConfig(hosts=(es_url,), index=es_index, index_options={"type": "flat"})
-    vectors = unit_vectors(4, dim=DIM)
-    ensure_index(es_client, config, DIM)
-    write_chunks(es_client, config, chunk_records(vectors), refresh=True)
+        es_url: str, es_chunks: tuple[ElasticsearchConfig, np.ndarray]) -> None:
+    config, vectors = es_chunks
+    es_index = config.index
     api_key = "c2VjcmV0LWtleS00Mg=="
     with FaultProxy(es_url, ["echo-auth"]) as proxy:
         proxied = ElasticsearchConfig(hosts=(proxy.url,), index=es_index,

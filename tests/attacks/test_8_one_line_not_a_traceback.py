@@ -7,20 +7,17 @@ import random
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
-from elasticsearch import Elasticsearch
 
-from connectors.elasticsearch.bulk_writer import write_chunks
 from connectors.elasticsearch.client import open_client
 from connectors.elasticsearch.config import ElasticsearchConfig, RetryPolicy
-from connectors.elasticsearch.index_admin import ensure_index
 from connectors.elasticsearch.index_check import IndexFacts
 from connectors.elasticsearch.port import ElasticsearchPort
 from connectors.errors import ConfigError, InvalidInputError, SearchUnavailableError
 from connectors.search_port import SearchRequest
 from pipeline.config.loader import load_settings
 from pipeline.eval.qrels import read_qrels
-from tests.builders import chunk_records, unit_vectors
 from tests.fault_proxy import FaultProxy
 
 DIM = 8
@@ -52,11 +49,8 @@ def test_qrels_with_an_infinite_relevance_name_the_line(tmp_path: Path) -> None:
 @pytest.mark.live_es
 @pytest.mark.parametrize("answer", ["html200", "error200", "short200"])
 def test_a_server_that_is_not_elasticsearch_is_retried_then_a_plain_failure(
-        es_url: str, es_client: Elasticsearch, es_index: str, answer: str) -> None:
-    config = ElasticsearchConfig(hosts=(es_url,), index=es_index, index_options={"type": "flat"})
-    vectors = unit_vectors(4, dim=DIM)
-    ensure_index(es_client, config, DIM)
-    write_chunks(es_client, config, chunk_records(vectors), refresh=True)
+        es_url: str, es_chunks: tuple[ElasticsearchConfig, np.ndarray], answer: str) -> None:
+    es_index, vectors = es_chunks[0].index, es_chunks[1][:4]
     with FaultProxy(es_url, [answer] * 2) as proxy:
         proxied = ElasticsearchConfig(hosts=(proxy.url,), index=es_index,
                                       retry=RetryPolicy(2, 0.0, 0.0))
