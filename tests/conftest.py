@@ -17,6 +17,8 @@ from elasticsearch import Elasticsearch
 from connectors.embedders.model_location import CACHE_ENV, MINILM
 from tests.es_server import running_server
 
+pytest_plugins = ["pipeline.pytest_plugin"]  # the fixtures users get, used by our tests too
+
 
 @pytest.fixture(scope="session")
 def es_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

@@ -39,10 +39,17 @@ class LexicalIndex:
         self._directory = directory
         self._retriever: bm25s.BM25 | None = None
 
+    @classmethod
+    def held(cls, retriever: bm25s.BM25, rows: int) -> LexicalIndex:
+        """An index already in memory (not saved)."""
+        index = cls(None, rows)
+        index._retriever = retriever
+        return index
+
     def scores(self, text: str) -> np.ndarray:
         """BM25 score of every row for `text`; zero where no term matches."""
         (query_tokens,) = tokens([text])
-        if not query_tokens or self._directory is None:
+        if not query_tokens or (self._directory is None and self._retriever is None):
             return np.zeros(self._rows, dtype=np.float32)
         if self._retriever is None:
             self._retriever = bm25s.BM25.load(str(self._directory), mmap=True,

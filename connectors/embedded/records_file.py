@@ -11,10 +11,20 @@ import json
 import mmap
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 import numpy as np
 import orjson
+
+
+class Records(Protocol):
+    """What the store reads records through: a `RecordFile`, or records held in memory."""
+
+    def __len__(self) -> int: ...
+
+    def record(self, row: int) -> dict[str, Any]: ...
+
+    def metadata(self) -> Iterator[dict[str, Any]]: ...
 
 
 class RecordFile:

@@ -24,7 +24,7 @@ from connectors.embedded.layout import (
 )
 from connectors.embedded.lexical import LexicalIndex
 from connectors.embedded.metadata_filter import FilterIndex
-from connectors.embedded.records_file import RecordFile
+from connectors.embedded.records_file import RecordFile, Records
 from connectors.embedded.top_k import top_rows
 from connectors.embedded.vector_search import (
     DEFAULT_HNSW,
@@ -57,7 +57,7 @@ class EmbeddedStore:
     >>> store.search([SearchRequest(vector=(1.0, 0.0), k=3)])  # doctest: +SKIP
     """
 
-    def __init__(self, vectors: np.ndarray, records: RecordFile,
+    def __init__(self, vectors: np.ndarray, records: Records,
                  lexical: LexicalIndex | None = None, embedder: EmbedderInfo | None = None,
                  graph: HnswGraph | None = None) -> None:
         self._vectors = vectors

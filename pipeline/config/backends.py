@@ -20,7 +20,22 @@ from stages import counters
 
 
 def port_factory_for(settings: Settings) -> PortFactory:
-    """The factory of the port named by `search.backend`."""
+    """The factory of the port that `search.backend` names: the embedded store at
+    `search.embedded.path`, or the Elasticsearch index of `search.elasticsearch`. Picklable:
+    each worker opens its own port with it (nothing is opened here).
+
+    Returns:
+        A callable that opens the port; it raises `KnowledgeSearchError` (usually
+        `StoreNotFoundError` or `SearchUnavailableError`) when the store cannot be opened.
+
+    Raises:
+        ConfigError: an unknown backend.
+
+    >>> from pipeline.config.loader import load_settings
+    >>> factory = port_factory_for(load_settings(overrides=["search.embedded.path=s"]))
+    >>> factory.func.__qualname__
+    'EmbeddedStore.open'
+    """
     backend = settings.search.backend
     if backend == "embedded":
         embedded = settings.search.embedded
@@ -39,7 +54,17 @@ def chunk_target_for(settings: Settings) -> ChunkTarget:
 
 
 def embedder_factory_for(settings: Settings) -> EmbedderFactory:
-    """The factory of the embedder named by `embedder.kind`."""
+    """The factory of the embedder that `embedder.*` configures (picklable; a model is loaded
+    only when a worker calls it, once per process through the evidence transform).
+
+    Returns:
+        A callable that builds the embedder; it raises `ConfigError` when the model is not on
+        this machine or its dimension is not `embedder.dim`.
+
+    >>> from pipeline.config.loader import load_settings
+    >>> embedder_factory_for(load_settings(overrides=["embedder.dim=8"]))().dimension
+    8
+    """
     return partial(open_embedder, settings.embedder)
 
 

@@ -25,10 +25,22 @@ def load_settings(config_path: str | Path | None = None,
                   overrides: Iterable[str] = ()) -> Settings:
     """Merges the layers in precedence order and validates the result once.
 
+    Args:
+        config_path: a YAML settings file, or None for the defaults.
+        environ: variables `RAG_EVIDENCE__SECTION__KEY` (for example
+            `RAG_EVIDENCE__RAG__RETURN_N=8`); others are ignored.
+        overrides: `key.path=value` strings, as `--set` takes them.
+
+    Returns:
+        The frozen, validated settings.
+
     Raises:
         ConfigError: a file that is not a YAML mapping, a malformed override, or every invalid
             value at once, each naming where it came from (an unknown key suggests the
             nearest valid one).
+
+    >>> load_settings(overrides=["rag.return-n=8"]).rag.return_n
+    8
     """
     merged: dict[str, Any] = {}
     provenance: Provenance = {}

@@ -1,4 +1,5 @@
-"""One contract, two adapters: the embedded store and Elasticsearch give the same answers."""
+"""One contract, three adapters: the embedded store, the in-memory one that `pipeline.testing`
+ships, and Elasticsearch give the same answers."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.writer import write_store
 from connectors.errors import KnowledgeSearchError
 from connectors.search_port import KnowledgeSearchPort, SearchRequest
+from pipeline.testing import memory_port_factory
 from tests.builders import chunk_records, unit_vectors
 
 DIM = 16
@@ -25,7 +27,7 @@ RECORDS = chunk_records(VECTORS, chunks_per_doc=3)
 QUERIES = unit_vectors(10, dim=DIM, seed=4)
 
 
-BACKENDS = ["embedded", pytest.param("elasticsearch", marks=pytest.mark.live_es)]
+BACKENDS = ["embedded", "memory", pytest.param("elasticsearch", marks=pytest.mark.live_es)]
 
 
 def _opened(request: pytest.FixtureRequest, tmp_path: Path,
@@ -34,6 +36,8 @@ def _opened(request: pytest.FixtureRequest, tmp_path: Path,
     if request.param == "embedded":
         write_store(tmp_path, records)
         return EmbeddedStore.open(tmp_path)
+    if request.param == "memory":
+        return memory_port_factory(records)()
     es_client: Elasticsearch = request.getfixturevalue("es_client")
     config = ElasticsearchConfig(hosts=(request.getfixturevalue("es_url"),),
                                  index=request.getfixturevalue("es_index"),

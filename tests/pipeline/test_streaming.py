@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 
 import apache_beam as beam
@@ -11,18 +10,18 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.test_stream import TestStream
 from apache_beam.testing.util import assert_that, equal_to
 
-from connectors.embedders.hashing import HashingEmbedder
-from pipeline.config.loader import load_settings
+from pipeline import testing
 from pipeline.run.evidence_transform import EvidenceTransform
+from pipeline.testing import deterministic_embedder, memory_port_factory, test_settings
 from stages.models import Query
-from tests.builders import chunk_records, embedded_store, unit_vectors
+from tests.builders import chunk_records, unit_vectors
 
 
 def test_evidence_pipeline_runs_on_an_unbounded_stream(tmp_path: Path) -> None:
     vectors = unit_vectors(24, dim=8)
-    open_store = embedded_store(tmp_path, chunk_records(vectors, chunks_per_doc=3))
-    settings = load_settings(overrides=["rag.return-n=3"])
-    queries = [Query(id=f"q{i}", vector=tuple(vectors[i].tolist())) for i in range(6)]
+    open_store = memory_port_factory(chunk_records(vectors, chunks_per_doc=3))
+    settings = test_settings("rag.return-n=3", dimension=8)
+    queries = testing.queries([{"id": f"q{i}", "vector": vectors[i].tolist()} for i in range(6)])
     stream = (TestStream()
               .add_elements(queries[:3])
               .advance_watermark_to(10)
@@ -32,7 +31,7 @@ def test_evidence_pipeline_runs_on_an_unbounded_stream(tmp_path: Path) -> None:
     options.view_as(StandardOptions).streaming = True
     with TestPipeline(options=options) as p:
         outputs = p | stream | EvidenceTransform(
-            settings, port_factory=open_store, embedder_factory=partial(HashingEmbedder, 8))
+            settings, port_factory=open_store, embedder_factory=deterministic_embedder(8))
         firsts = outputs.results | "First" >> beam.Map(
             lambda r: (r.query_id, r.evidence[0].evidence_key, len(r.evidence)))
         expected = [(f"q{i}", f"doc{i // 3}#chunk-{i % 3}", 3) for i in range(6)]

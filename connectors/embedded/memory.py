@@ -1,0 +1,73 @@
+"""The embedded store held in memory: the same search (exact kNN, BM25, filters) over a few
+chunk records, for unit tests of pipelines that use the evidence transform."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from functools import partial
+from typing import Any
+
+import bm25s
+
+from connectors.chunk_record import ChunkRecord
+from connectors.embedded.lexical import STOPWORDS, LexicalIndex, tokens
+from connectors.embedded.store import EmbeddedStore
+from connectors.embedder_port import EmbedderInfo
+from connectors.errors import InvalidInputError
+from connectors.search_port import PortFactory
+from connectors.vectors import unit_rows
+
+
+class MemoryRecords:
+    """Records by row number, held as dicts (what `RecordFile` reads from disk)."""
+
+    def __init__(self, records: Sequence[ChunkRecord]) -> None:
+        self._rows: list[dict[str, Any]] = [
+            {"id": r.id, "content": r.content, "metadata": dict(r.metadata)} for r in records]
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def record(self, row: int) -> dict[str, Any]:
+        return self._rows[row]
+
+    def metadata(self) -> Iterator[dict[str, Any]]:
+        for row in self._rows:
+            yield row["metadata"]
+
+
+def memory_store(records: Sequence[ChunkRecord], embedder: EmbedderInfo | None = None
+                 ) -> EmbeddedStore:
+    """An embedded store of `records` (rows in the given order), in memory.
+
+    Raises:
+        InvalidInputError: no record, two records of one id, or vectors of two lengths.
+
+    >>> store = memory_store([ChunkRecord(id="a#chunk-0", vector=(1.0, 0.0), content="x")])
+    >>> store.dimension
+    2
+    """
+    if not records:
+        raise InvalidInputError("records", [], "an in-memory store needs at least one record")
+    ids = [r.id for r in records]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise InvalidInputError("id", repeated[0], "appears twice; chunk ids must be unique")
+    if len({len(r.vector) for r in records}) > 1:
+        raise InvalidInputError("vector", len(records[0].vector), "records of one store must "
+                                "have vectors of one length")
+    vectors, _ = unit_rows([r.vector for r in records])  # ChunkRecord vectors have directions
+    contents = [r.content for r in records]
+    lexical = LexicalIndex(None, len(records))
+    if any(tokens(contents)):
+        retriever = bm25s.BM25()
+        retriever.index(bm25s.tokenize(contents, stopwords=STOPWORDS, show_progress=False),
+                        show_progress=False)
+        lexical = LexicalIndex.held(retriever, len(records))
+    return EmbeddedStore(vectors, MemoryRecords(records), lexical, embedder)
+
+
+def memory_port_factory(records: Sequence[ChunkRecord], embedder: EmbedderInfo | None = None
+                        ) -> PortFactory:
+    """A picklable factory of `memory_store(records)`: what `EvidenceTransform` takes."""
+    return partial(memory_store, tuple(records), embedder)
