@@ -13,7 +13,14 @@ _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
 
 class Query(BaseModel):
-    """One input query: text to embed, or one or more ready vectors, plus metadata filters."""
+    """One input query: text to embed, or one or more ready vectors, plus metadata filters.
+
+    Raises pydantic's ValidationError (a ValueError) naming the field: no text and no vector,
+    a vector outside the input limits, text that is not valid Unicode.
+
+    >>> Query(id="q1", text="parse json", filters={"docId": ["json.md", "csv.md"]}).id
+    'q1'
+    """
 
     model_config = _FROZEN
 
@@ -176,7 +183,11 @@ class ProjectedItem(BaseModel):
 
 
 class QueryResult(BaseModel):
-    """The output for one query: ranked evidence and its Agent projection."""
+    """The output for one query: ranked evidence and its Agent projection.
+
+    >>> QueryResult(query_id="q1", evidence=(), projected=()).model_dump_json()
+    '{"query_id":"q1","evidence":[],"projected":[]}'
+    """
 
     model_config = _FROZEN
 
@@ -189,7 +200,12 @@ DeadLetterStage = Literal["parse", "embed", "recall", "write", "internal"]
 
 
 class DeadLetter(BaseModel):
-    """An input that could not be turned into a result, with why and where."""
+    """An input that could not be turned into a result, with why and where (`stage` names the
+    step: parse, embed, recall, write, or internal for anything unexpected).
+
+    >>> DeadLetter(stage="parse", error="line is not JSON", line_number=3).stage
+    'parse'
+    """
 
     model_config = _FROZEN
 

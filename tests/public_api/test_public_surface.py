@@ -37,7 +37,7 @@ def test_every_public_name_is_there_and_documented(module: object) -> None:
             assert (value.__doc__ or "").strip(), f"{name} has no docstring"
 
 
-@pytest.mark.parametrize("module", ["pipeline.testing", "pipeline.config.backends",
+@pytest.mark.parametrize("module", ["pipeline.testing", "pipeline.config.backends", "stages.models",
                                     "pipeline.config.loader", "connectors.params",
                                     "connectors.embedded.memory"])
 def test_the_usage_examples_in_docstrings_run(module: str) -> None:
