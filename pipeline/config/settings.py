@@ -15,7 +15,7 @@ from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.embedded.layout import IndexKind
 from connectors.embedded.vector_search import HnswParams
 from connectors.embedder_port import EMBEDDER_DIM
-from connectors.params import Bound, Whole, kebab
+from connectors.params import Bound, Real, Whole, kebab
 from stages.dedup import DedupKey
 from stages.fusion import RRF_K, RetrieverFamily, RrfSettings, Weight
 from stages.per_doc_cap import MAX_CHUNKS_PER_DOCUMENT
@@ -53,6 +53,7 @@ class RagSettings(Section):
     return_n: Annotated[Whole, RETURN_N] = 5
     top_k: Annotated[Whole, Bound("rag.top-k", ge=1, le=10_000)] | None = None
     max_chunks_per_document: Annotated[Whole, MAX_CHUNKS_PER_DOCUMENT] = 2
+    min_score: Real | None = None
     max_sub_queries: Annotated[Whole, MAX_SUB_QUERIES] = DEFAULT_MAX_SUB_QUERIES
     dedup_key: DedupKey = "evidence-key"
     recall: RecallSettings = RecallSettings()

@@ -20,6 +20,7 @@ from stages.models import DeadLetter, EmbeddedQuery, Query, QueryResult
 from stages.per_doc_cap import PerDocCap
 from stages.projection import Project
 from stages.recall import Recall
+from stages.score_floor import ScoreFloor
 from stages.shared_embedder import SharedEmbedder
 from stages.top_n import TopN
 
@@ -30,8 +31,9 @@ class EvidenceOutputs(NamedTuple):
 
 
 class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], EvidenceOutputs]):
-    """Embed -> Recall -> IdentityNormalize [-> RrfFusion] -> KeyedDedup -> PerDocCap -> TopN
-    -> Project. RrfFusion runs in hybrid recall only.
+    """Embed -> Recall -> IdentityNormalize [-> RrfFusion] -> KeyedDedup -> PerDocCap
+    [-> ScoreFloor] -> TopN -> Project. RrfFusion runs in hybrid recall only, ScoreFloor when
+    `rag.min-score` is set.
 
     Element-wise per query (no shuffle), so it runs on bounded and unbounded input alike.
 
@@ -71,10 +73,15 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
         if mode == "hybrid":
             candidates = candidates | "RrfFusion" >> RrfFusion(rag.recall.rrf()).with_error_handler(
                 handler)
-        results = (
+        kept = (
             candidates
             | "KeyedDedup" >> KeyedDedup(rag.dedup_key).with_error_handler(handler)
             | "PerDocCap" >> PerDocCap(rag.max_chunks_per_document).with_error_handler(handler)
+        )
+        if rag.min_score is not None:
+            kept = kept | "ScoreFloor" >> ScoreFloor(rag.min_score).with_error_handler(handler)
+        results = (
+            kept
             | "TopN" >> TopN(rag.return_n).with_error_handler(handler)
             | "Project" >> Project(self._settings.projection).with_error_handler(handler)
         )

@@ -1,0 +1,27 @@
+"""ScoreFloor: drop the candidates whose score is below `rag.min-score` (off when None)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+from stages.candidate_stage import CandidateStage
+from stages.counters import BELOW_MIN_SCORE
+from stages.models import Candidate
+
+
+def above_floor(candidates: Sequence[Candidate], min_score: float) -> list[Candidate]:
+    """The candidates scoring at least `min_score`, in their order. The score is the block's:
+    (1 + cosine) / 2 in dense recall, BM25 in lexical, the RRF score in hybrid."""
+    return [c for c in candidates if c.score >= min_score]
+
+
+class ScoreFloor(CandidateStage):
+    """Drops each query's candidates below `min_score`, counted as `below_min_score`.
+
+    >>> kept = candidates | ScoreFloor(min_score=0.6)  # doctest: +SKIP
+    """
+
+    def __init__(self, min_score: float) -> None:
+        super().__init__("DropBelowMinScore", partial(above_floor, min_score=min_score),
+                         BELOW_MIN_SCORE)
