@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from functools import partial
 
 import apache_beam as beam
 
 from connectors.embedder_port import EmbedderFactory
 from connectors.search_port import PortFactory
-from pipeline.config.backends import embedder_factory_for, port_factory_for
+from pipeline.config.backends import embedder_factory_for, embedder_info, port_factory_for
 from pipeline.config.beam_options import pipeline_options
 from pipeline.config.settings import Settings
 from pipeline.io.run_io import RunIO
@@ -39,13 +40,14 @@ def run(settings: Settings, io: RunIO, *, beam_args: Sequence[str] = (),
     then builds, runs and waits."""
     io.check()
     port_factory = port_factory or port_factory_for(settings)
+    describe = None if embedder_factory else partial(embedder_info, settings.embedder)
     embedder_factory = embedder_factory or embedder_factory_for(settings)
     options = pipeline_options(beam_args)
     _log.info("run: %s -> %s, backend %s, %s recall, embedder %s", io.queries.path,
               io.results.location, settings.search.backend, settings.rag.recall.mode,
               settings.embedder.kind)
     embeds = settings.rag.recall.mode != "lexical"
-    refusal = preflight(port_factory, embedder_factory if embeds else None, io.queries)
+    refusal = preflight(port_factory, embedder_factory if embeds else None, io.queries, describe)
     with io.held():
         started = time.monotonic()
         pipeline = beam.Pipeline(options=options)

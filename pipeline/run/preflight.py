@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo
 from connectors.errors import DimensionMismatchError, EmbedderMismatchError, RagEvidenceError
@@ -19,11 +20,13 @@ _log = logging.getLogger(__name__)
 
 
 def preflight(port_factory: PortFactory, embedder_factory: EmbedderFactory | None,
-              queries: QuerySource | None = None) -> RagEvidenceError | None:
+              queries: QuerySource | None = None,
+              describe: Callable[[], EmbedderInfo] | None = None) -> RagEvidenceError | None:
     """Opens the port once (a missing store or unreachable cluster raises here), then checks
     that the configured embedder can embed queries for this store.
 
-    `embedder_factory` is None when nothing will be embedded (lexical recall). An embedder
+    `embedder_factory` is None when nothing will be embedded (lexical recall); `describe`, when
+    given, says what it is without building it (a model is then not loaded here). An embedder
     that cannot serve the store (no model, another model, another dimension) stops the run
     when the first `PEEK_LINES` queries hold a text to embed; otherwise the run goes on, the
     problem is logged, and returned so that text queries further on become dead letters.
@@ -42,7 +45,7 @@ def preflight(port_factory: PortFactory, embedder_factory: EmbedderFactory | Non
         return None
     configured: EmbedderInfo | None = None
     try:
-        configured = embedder_factory().info
+        configured = describe() if describe is not None else embedder_factory().info
         problem = embedder_problem(configured, dimension, recorded, store)
     except RagEvidenceError as error:
         problem = error

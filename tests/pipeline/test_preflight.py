@@ -106,3 +106,21 @@ def test_text_queries_over_a_store_that_records_no_embedder_get_a_warning_naming
 
 def _preflight_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "pipeline.run.preflight"]
+
+
+def test_another_embedders_store_is_refused_before_any_model_is_loaded(
+        tmp_path: Path, minilm: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from connectors.embedders import sentence_transformer
+
+    def never(*_: object, **__: object) -> None:
+        raise AssertionError("the model was loaded before the refusal")
+
+    monkeypatch.setattr(sentence_transformer.SentenceTransformerEmbedder, "__init__", never)
+    store = tmp_path / "store"
+    _store(store, 384, HashingEmbedder(384).info)
+    settings = load_settings(overrides=[f"search.embedded.path={store}",
+                                        "embedder.kind=sentence-transformers",
+                                        f"embedder.model={minilm}"])
+    queries = _queries(tmp_path / "q.jsonl", {"id": "t", "text": "open a file"})
+    with pytest.raises(EmbedderMismatchError, match="all-MiniLM-L6-v2"):
+        run_job(settings, queries_path=queries, out_path=str(tmp_path / "out.jsonl"))
