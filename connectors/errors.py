@@ -67,6 +67,19 @@ class InvalidInputError(RagEvidenceError):
         super().__init__(f"{field}={_short(value)}: {reason}")
 
 
+class InputLineError(InvalidInputError):
+    """A line of an input file that is no record; names its `file:line` once, then what is
+    wrong (`problem`, which a failure record keeps beside the line's place)."""
+
+    def __init__(self, where: str, problem: str, field: str = "line",
+                 value: object = None) -> None:
+        self.where = where
+        self.problem = problem
+        self.field = field
+        self.value = value
+        RagEvidenceError.__init__(self, f"{where}: {problem}")
+
+
 class DocumentError(RagEvidenceError):
     """A document of `--docs` that cannot be indexed (a folder, a pipe, binary, not UTF-8)."""
 

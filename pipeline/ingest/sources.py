@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from connectors.chunk_record import ChunkRecord
-from connectors.errors import InvalidInputError
+from connectors.errors import InputLineError, InvalidInputError
 from connectors.input_limits import MAX_LINE_BYTES, loads
 from pipeline.io.line_blocks import decode_line, read_numbered_lines
 from pipeline.io.records import OverlongLine, Unreadable, UnreadableRest, unreadable_reason
@@ -13,22 +13,31 @@ from pipeline.io.validation_messages import failures
 
 
 def parse_chunk_line(path: str, number: int, line: str | bytes | Unreadable) -> ChunkRecord:
-    """One chunk record line; errors name `path:number` and the field."""
+    """One chunk record line.
+
+    Raises:
+        InputLineError: naming `path:number` once, then the field and what is wrong.
+    """
+    where = f"{path}:{number}"
     if isinstance(line, OverlongLine | UnreadableRest):
-        raise InvalidInputError(f"{path}:{number}", "...",
-                                unreadable_reason(line, MAX_LINE_BYTES))
+        raise InputLineError(where, unreadable_reason(line, MAX_LINE_BYTES))
     try:
         data = loads(decode_line(line))
     except ValueError as error:
-        raise InvalidInputError(f"{path}:{number}", line[:80], f"is not a chunk record: {error}"
-                                ) from None
+        raise InputLineError(where, f"is not a JSON line ({error})") from None
     if not isinstance(data, dict):
-        raise InvalidInputError(f"{path}:{number}", line, "must be a JSON object")
+        raise InputLineError(where, "must be a JSON object")
     try:
         return ChunkRecord.model_validate(data)
     except ValidationError as error:
         field, value, message = failures(error)[0]
-        raise InvalidInputError(f"{path}:{number} {field}", value, message) from None
+        raise InputLineError(where, f"{field}={_short(value)}: {message}", field, value
+                             ) from None
+
+
+def _short(value: object, limit: int = 60) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= limit else shown[:limit - 3] + "..."
 
 
 def first_dimension(chunks: str) -> int:

@@ -14,7 +14,7 @@ from connectors.chunk_writer_port import ChunkTarget, ChunkWriter
 from connectors.errors import (
     DimensionMismatchError,
     DocumentError,
-    InvalidInputError,
+    InputLineError,
     RagEvidenceError,
     redact,
 )
@@ -74,8 +74,8 @@ class ParseChunkLines(beam.DoFn):
         where = f"{self._path}:{line[0]}"
         try:
             record = parse_chunk_line(self._path, *line)
-        except InvalidInputError as error:
-            yield _failed(where, str(error))
+        except InputLineError as error:
+            yield _failed(where, error.problem)
             return
         if len(record.vector) != self._dimension:
             mismatch = DimensionMismatchError(f"vector of {record.id!r}", len(record.vector),

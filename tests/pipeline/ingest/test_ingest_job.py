@@ -131,3 +131,17 @@ def test_an_unexpected_error_is_the_failure_of_its_chunks_and_the_rest_is_indexe
     assert failure["id"] == "b.md#chunk-0"
     assert failure["error"].startswith("unexpected error: RuntimeError")
     assert EmbeddedStore.open(tmp_path / "store").dimension == 32
+
+
+@pytest.mark.parametrize(("bad", "error"), [
+    ('{"id": "z#chunk-0", "vector": [0, 0, 0, 0], "content": "z"}',
+     "vector=[0, 0, 0, 0]: is zero in float32"),
+    ("oops", "is not a JSON line (Expecting value"),
+])
+def test_a_chunk_failure_names_its_line_once_in_plain_words(
+        tmp_path: Path, bad: str, error: str) -> None:
+    good = [r.model_dump_json() for r in chunk_records(unit_vectors(2, dim=4))]
+    chunks, failure = _index_with_one_failure(tmp_path, [good[0], bad, good[1]])
+    assert failure["id"] == f"{chunks}:2"
+    assert failure["error"].startswith(error)
+    assert str(chunks) not in failure["error"] and "Value error" not in failure["error"]
