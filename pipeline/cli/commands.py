@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
 from pipeline.ingest.job import IndexSummary, run_index
+from pipeline.io.local_paths import check_distinct, check_output_file
 from pipeline.io.run_io import RunIO
 from pipeline.run.job import run
 
@@ -43,7 +46,15 @@ def run_command(args: argparse.Namespace, beam_args: Sequence[str],
                 environ: Mapping[str, str]) -> int:
     settings = _settings(args, environ)
     io = RunIO.parse(args.queries, args.out, args.dead_letter, settings.search.elasticsearch)
+    if args.summary:
+        check_output_file("--summary", args.summary)
+        check_distinct({"--queries": args.queries, "--out": args.out,
+                        "--dead-letter": io.dead_letters, "--summary": args.summary})
     summary = run(settings, io, beam_args=beam_args)
+    if args.summary:
+        Path(args.summary).write_text(json.dumps(summary.to_dict(), indent=1) + "\n",
+                                      encoding="utf-8")
     print("\n".join(summary.lines()))
-    print(f"results: {args.out}\ndead letters: {io.dead_letters}")
+    print(f"results: {args.out}\ndead letters: {io.dead_letters}\n"
+          f"manifest: {io.results.manifest}")
     return 0 if summary.balanced else 1

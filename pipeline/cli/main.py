@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", required=True,
                      help="results: a JSONL or Parquet file, or es://INDEX")
     run.add_argument("--dead-letter", help="dead-letter JSONL (default: OUT.dead-letter.jsonl)")
+    run.add_argument("--summary", help="also write the summary's counts as JSON to this file")
 
     demo = command("demo", "index the stdlib docs and ask them")
     demo.add_argument("--workdir", help="where to keep the demo store (default: a temp dir)")

@@ -135,16 +135,20 @@ class _WritePartsDoFn(beam.DoFn):
 
 
 def _merge_parts(parts: list[str], path: str, parts_dir: str, part_format: PartFormat) -> str:
-    with FileSystems.create(path) as out:
+    """Merges the parts into a file in the parts folder, then renames it over `path`: the file
+    appears whole or not at all, and a failed or killed run leaves the previous one."""
+    merged = FileSystems.join(parts_dir, "merged")
+    with FileSystems.create(merged) as out:
         part_format.merge(sorted(parts), out)
+    FileSystems.rename([merged], [path])
     if FileSystems.exists(parts_dir):
         FileSystems.delete([parts_dir])
     return path
 
 
 class WriteToSingleFile(beam.PTransform[beam.PCollection[Any], beam.PCollection[str]]):
-    """Writes every element into the one file `path` (replaced if there), streaming; an empty
-    input gives an empty file. Returns the path, once written.
+    """Writes every element into the one file `path` (replaced whole, at the end, if there),
+    streaming; an empty input gives an empty file. Returns the path, once written.
 
     >>> lines | WriteToSingleFile("out.jsonl", TextLines())  # doctest: +SKIP
     """

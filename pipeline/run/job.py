@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import logging
 import time
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ from pipeline.config.beam_options import pipeline_options
 from pipeline.config.settings import Settings
 from pipeline.io.run_io import RunIO
 from pipeline.run.build import build_pipeline
+from pipeline.run.manifest import remove_manifest, run_manifest, write_manifest
 from pipeline.run.preflight import preflight
 from pipeline.run.summary import RunSummary, summarize
 
@@ -49,10 +51,18 @@ def run(settings: Settings, io: RunIO, *, beam_args: Sequence[str] = (),
     embeds = settings.rag.recall.mode != "lexical"
     refusal = preflight(port_factory, embedder_factory if embeds else None, io.queries, describe)
     with io.held():
-        started = time.monotonic()
+        remove_manifest(io.results.manifest)
+        started, began = time.monotonic(), _now()
         pipeline = beam.Pipeline(options=options)
         build_pipeline(pipeline, settings, io, port_factory=port_factory,
                        embedder_factory=embedder_factory, embedder_refusal=refusal)
         result = pipeline.run()
         result.wait_until_finish()
-        return summarize(result, time.monotonic() - started, io.counts)
+        summary = summarize(result, time.monotonic() - started, io.counts)
+        write_manifest(io.results.manifest,
+                       run_manifest(settings, io, summary, options, began, _now()))
+        return summary
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)

@@ -27,6 +27,11 @@ class RunSummary:
         c = self.counts
         return c[counters.QUERIES] == c[counters.RESULTS] + c[counters.DEAD_LETTERS]
 
+    def to_dict(self) -> dict[str, object]:
+        """The summary as `run --summary FILE` writes it."""
+        return {"counts": self.counts, "seconds": round(self.seconds, 3),
+                "balanced": self.balanced, "from_metrics": self.from_metrics}
+
     def lines(self) -> list[str]:
         c = self.counts
         rate = c[counters.QUERIES] / self.seconds if self.seconds > 0 else 0.0

@@ -1,0 +1,113 @@
+"""`OUT.manifest.json`, written last by a run: what its results were computed from, and what they
+hold. A result file with no manifest, or whose size or hash differ from its manifest's, is not
+the output of a finished run."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+from collections import Counter
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+from connectors.embedded.layout import MANIFEST_FILE
+from connectors.errors import redact
+from pipeline.config.settings import Settings
+from pipeline.io.line_blocks import read_numbered_lines
+from pipeline.io.local_paths import is_local
+from pipeline.io.run_io import RunIO
+from pipeline.run.summary import RunSummary
+
+
+def remove_manifest(path: str) -> None:
+    """Removes an earlier run's manifest, so that a run killed before its end leaves none."""
+    if is_local(path) and os.path.exists(path):
+        os.remove(path)
+
+
+def write_manifest(path: str, document: dict[str, Any]) -> None:
+    """Writes `document` beside and renames it into place (local paths only)."""
+    if not is_local(path):
+        return
+    staged = f"{path}.tmp-{os.getpid()}"
+    Path(staged).write_text(json.dumps(document, indent=1, sort_keys=True) + "\n",
+                            encoding="utf-8")
+    os.replace(staged, path)
+
+
+def run_manifest(settings: Settings, io: RunIO, summary: RunSummary, options: PipelineOptions,
+                 started: datetime.datetime, ended: datetime.datetime) -> dict[str, Any]:
+    """The manifest of a finished run (no secret: settings hold where secrets are, never
+    secrets, and hosts are redacted)."""
+    return {
+        "rag_evidence": _version(),
+        "runner": str(options.view_as(StandardOptions).runner or "DirectRunner"),
+        "settings_sha256": hashlib.sha256(settings.model_dump_json().encode()).hexdigest(),
+        "store": _store(settings),
+        "queries": {**_file(io.queries.path, digest=False),
+                    "records": summary.counts.get("queries")},
+        "results": _file(io.results.location) if is_local(io.results.location) else {
+            "location": redact(io.results.location)},
+        "dead_letters": {**_file(io.dead_letters), "by_stage": _stages(io.dead_letters)},
+        "counts": summary.counts,
+        "balanced": summary.balanced,
+        "started": started.isoformat(),
+        "ended": ended.isoformat(),
+    }
+
+
+def _version() -> str:
+    try:
+        return metadata.version("rag-evidence")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _store(settings: Settings) -> dict[str, Any]:
+    search = settings.search
+    if search.backend == "elasticsearch":
+        es = search.elasticsearch
+        return {"backend": "elasticsearch", "hosts": [redact(h) for h in es.hosts],
+                "index": es.index, "embedder": settings.embedder.model_dump(by_alias=True)}
+    manifest = Path(search.embedded.path) / MANIFEST_FILE
+    described: dict[str, Any] = {"backend": "embedded", "path": search.embedded.path}
+    if manifest.is_file():
+        text = manifest.read_bytes()
+        described |= {"manifest": json.loads(text),
+                      "manifest_sha256": hashlib.sha256(text).hexdigest()}
+    return described
+
+
+def _file(path: str, digest: bool = True) -> dict[str, Any]:
+    if not is_local(path) or not os.path.isfile(path):
+        return {"path": path}
+    stat = os.stat(path)
+    described: dict[str, Any] = {
+        "path": path, "bytes": stat.st_size,
+        "modified": datetime.datetime.fromtimestamp(stat.st_mtime, datetime.UTC).isoformat()}
+    if digest:
+        described["sha256"] = file_sha256(path)
+    return described
+
+
+def file_sha256(path: str) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1024 * 1024):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def _stages(path: str) -> dict[str, int]:
+    if not is_local(path) or not os.path.isfile(path):
+        return {}
+    stages: Counter[str] = Counter()
+    for _, line in read_numbered_lines(path):
+        if isinstance(line, bytes):
+            stages[str(json.loads(line).get("stage"))] += 1
+    return dict(stages)
