@@ -45,7 +45,8 @@ def index_report(settings: Settings, summary: IndexSummary, failures: str | None
 def run_command(args: argparse.Namespace, beam_args: Sequence[str],
                 environ: Mapping[str, str]) -> int:
     settings = _settings(args, environ)
-    io = RunIO.parse(args.queries, args.out, args.dead_letter, settings.search.elasticsearch)
+    io = RunIO.parse(args.queries, args.out, args.dead_letter, settings.search.elasticsearch,
+                     args.previous)
     if args.summary:
         check_output_file("--summary", args.summary)
         check_distinct({"--queries": args.queries, "--out": args.out,

@@ -40,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="results: a JSONL or Parquet file, or es://INDEX")
     run.add_argument("--dead-letter", help="dead-letter JSONL (default: OUT.dead-letter.jsonl)")
     run.add_argument("--summary", help="also write the summary's counts as JSON to this file")
+    run.add_argument("--previous", metavar="PREV",
+                     help="an earlier result file: write only the queries whose evidence changed")
 
     demo = command("demo", "index the stdlib docs and ask them")
     demo.add_argument("--workdir", help="where to keep the demo store (default: a temp dir)")

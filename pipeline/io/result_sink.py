@@ -18,9 +18,10 @@ from connectors.errors import InvalidInputError
 from connectors.input_limits import MAX_LINE_BYTES
 from pipeline.io.es_sink import WriteEvidenceToElasticsearch
 from pipeline.io.json_lines import to_json_line
-from pipeline.io.line_blocks import count_lines, read_numbered_lines
+from pipeline.io.line_blocks import ReadNumberedLines, count_lines, read_numbered_lines
 from pipeline.io.parquet import (
     RESULT_SCHEMA,
+    ReadParquetQueries,
     is_parquet,
     parquet_rows,
     read_all_rows,
@@ -70,6 +71,10 @@ class ResultFile(ResultSink):
     def read(self) -> Iterator[QueryResult]:
         """The results the file holds, in file order."""
 
+    @abstractmethod
+    def read_transform(self) -> beam.PTransform:
+        """PBegin -> the file's results, read on the runner's workers."""
+
 
 class JsonLinesResults(ResultFile):
     def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler) -> None:
@@ -80,6 +85,9 @@ class JsonLinesResults(ResultFile):
 
     def count(self) -> int:
         return count_lines(self.location) if FileSystems.exists(self.location) else 0
+
+    def read_transform(self) -> beam.PTransform:
+        return _ReadResults(ReadNumberedLines(self.location), self.location)
 
     def read(self) -> Iterator[QueryResult]:
         for number, line in read_numbered_lines(self.location):
@@ -98,6 +106,9 @@ class ParquetResults(ResultFile):
 
     def count(self) -> int:
         return parquet_rows(self.location) if FileSystems.exists(self.location) else 0
+
+    def read_transform(self) -> beam.PTransform:
+        return _ReadResults(ReadParquetQueries(self.location), self.location)
 
     def read(self) -> Iterator[QueryResult]:
         for _, row in read_all_rows(self.location):
@@ -146,6 +157,34 @@ def read_results(path: str) -> Iterator[QueryResult]:
     if not isinstance(sink, ResultFile):
         raise ValueError(f"{path} is not a result file")
     return sink.read()
+
+
+class _ReadResults(beam.PTransform[beam.pvalue.PBegin, beam.PCollection[QueryResult]]):
+    """A result file's records as QueryResults; a record that is none fails the job, naming
+    the file and record (it is no input of this run, but what the output is compared with)."""
+
+    def __init__(self, records: beam.PTransform, location: str) -> None:
+        super().__init__()
+        self._records, self._location = records, location
+
+    def expand(self, begin: beam.pvalue.PBegin) -> beam.PCollection[QueryResult]:
+        return (begin
+                | "Records" >> self._records
+                | "AsResults" >> beam.Map(_as_result, self._location).with_output_types(
+                    QueryResult))
+
+
+def _as_result(record: tuple[int, Any], location: str) -> QueryResult:
+    number, raw = record
+    try:
+        if isinstance(raw, dict):
+            return QueryResult.model_validate(raw)
+        if isinstance(raw, bytes):
+            return QueryResult.model_validate_json(raw)
+        raise ValueError(unreadable_reason(raw, MAX_LINE_BYTES))
+    except ValueError as error:
+        raise InvalidInputError(f"{location}:{number}", "...",
+                                f"is not a result record ({error})") from None
 
 
 def _counted(result: QueryResult, encode: Any) -> Any:

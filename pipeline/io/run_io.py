@@ -10,6 +10,7 @@ from pathlib import Path
 from apache_beam.io.filesystems import FileSystems
 
 from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.errors import InvalidInputError
 from connectors.ownership import held
 from pipeline.io.line_blocks import count_lines
 from pipeline.io.local_paths import (
@@ -20,8 +21,10 @@ from pipeline.io.local_paths import (
 )
 from pipeline.io.parquet import is_parquet
 from pipeline.io.query_source import QuerySource, query_source
-from pipeline.io.result_sink import ResultFile, ResultSink, result_sink
+from pipeline.io.result_sink import MANIFEST_SUFFIX, ResultFile, ResultSink, result_sink
 from stages import counters
+
+GONE_SUFFIX = ".gone.jsonl"
 
 
 @dataclass(frozen=True)
@@ -31,14 +34,31 @@ class RunIO:
     queries: QuerySource
     results: ResultSink
     dead_letters: str
+    previous: ResultFile | None = None
+    """With `--previous`: the earlier results that only changed evidence is written against."""
 
     @classmethod
     def parse(cls, queries: str, out: str, dead_letter: str | None = None,
-              elasticsearch: ElasticsearchConfig | None = None) -> RunIO:
-        """`--queries`, `--out` and `--dead-letter` (default: beside the results);
-        `elasticsearch` is the cluster an `es://` output writes to."""
+              elasticsearch: ElasticsearchConfig | None = None,
+              previous: str | None = None) -> RunIO:
+        """`--queries`, `--out`, `--dead-letter` (default: beside the results) and
+        `--previous`; `elasticsearch` is the cluster an `es://` output writes to.
+
+        Raises:
+            InvalidInputError: `--previous` is no result file (JSONL or Parquet).
+        """
         results = result_sink(out, elasticsearch)
-        return cls(query_source(queries), results, dead_letter or results.default_dead_letter)
+        earlier = result_sink(previous) if previous is not None else None
+        if earlier is not None and not isinstance(earlier, ResultFile):
+            raise InvalidInputError("--previous", previous, "must be a JSONL or Parquet result "
+                                    "file")
+        return cls(query_source(queries), results, dead_letter or results.default_dead_letter,
+                   earlier)
+
+    @property
+    def gone(self) -> str:
+        """With `--previous`: the file of the earlier query ids this run did not answer."""
+        return f"{self.results.manifest.removesuffix(MANIFEST_SUFFIX)}{GONE_SUFFIX}"
 
     def check(self) -> None:
         """Refuses, before anything starts, a run whose files would lose results (see
@@ -50,7 +70,12 @@ class RunIO:
             outputs = {"--out": self.results.location, **outputs}
         for flag, path in outputs.items():
             check_output_file(flag, path)
-        check_distinct({"--queries": self.queries.path, **outputs})
+        inputs = {"--queries": self.queries.path}
+        if self.previous is not None:
+            check_input_file("--previous", self.previous.location,
+                             text=not is_parquet(self.previous.location))
+            inputs["--previous"] = self.previous.location
+        check_distinct({**inputs, **outputs})
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
@@ -63,7 +88,7 @@ class RunIO:
 
     def output_files(self) -> list[str]:
         """The local files this run writes."""
-        files = [self.dead_letters]
+        files = [self.dead_letters, *([self.gone] if self.previous is not None else [])]
         if isinstance(self.results, ResultFile):
             files.insert(0, self.results.location)
         return [f for f in files if is_local(f)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import apache_beam as beam
 from apache_beam.transforms.error_handling import CollectingErrorHandler
 
@@ -13,6 +15,7 @@ from pipeline.config.settings import Settings
 from pipeline.io.json_lines import to_json_line
 from pipeline.io.run_io import RunIO
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
+from pipeline.run.changed_only import KeepChanged
 from pipeline.run.evidence_transform import EvidenceTransform
 from pipeline.run.progress import LogProgress
 from pipeline.run.query_parse import ParseQueries
@@ -50,6 +53,13 @@ def build_pipeline(
         embedder_refusal=embedder_refusal,
     ).with_error_handler(errors)
     results = evidence.results | "Progress" >> LogProgress()
+    if io.previous is not None:
+        previous = pipeline | "ReadPrevious" >> io.previous.read_transform()
+        changed = results | "KeepChanged" >> KeepChanged(previous)
+        results = changed.results
+        (changed.gone
+         | "GoneJson" >> beam.Map(lambda query_id: json.dumps({"query_id": query_id}))
+         | "WriteGone" >> WriteToSingleFile(io.gone, TextLines()))
     dead_letters = [parsed.dead_letter, evidence.dead_letters]
     failed_writes = io.results.write(results, errors)
     if failed_writes is not None:

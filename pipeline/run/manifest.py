@@ -54,11 +54,19 @@ def run_manifest(settings: Settings, io: RunIO, summary: RunSummary, options: Pi
         "results": _file(io.results.location) if is_local(io.results.location) else {
             "location": redact(io.results.location)},
         "dead_letters": {**_file(io.dead_letters), "by_stage": _stages(io.dead_letters)},
+        **_previous(io),
         "counts": summary.counts,
         "balanced": summary.balanced,
         "started": started.isoformat(),
         "ended": ended.isoformat(),
     }
+
+
+def _previous(io: RunIO) -> dict[str, Any]:
+    if io.previous is None:
+        return {}
+    return {"previous": _file(io.previous.location),
+            "gone": {**_file(io.gone, digest=False), "note": "PREV's query ids not answered"}}
 
 
 def _version() -> str:

@@ -23,9 +23,11 @@ class RunSummary:
 
     @property
     def balanced(self) -> bool:
-        """Every input query ended as a result or a dead letter."""
+        """Every input query ended as a result, a dead letter, or (with `--previous`) an
+        unchanged result that was not written again."""
         c = self.counts
-        return c[counters.QUERIES] == c[counters.RESULTS] + c[counters.DEAD_LETTERS]
+        return c[counters.QUERIES] == (c[counters.RESULTS] + c[counters.DEAD_LETTERS]
+                                       + c.get(counters.EVIDENCE_UNCHANGED, 0))
 
     def to_dict(self) -> dict[str, object]:
         """The summary as `run --summary FILE` writes it."""
@@ -41,9 +43,17 @@ class RunSummary:
               for name in REPORTED),
             f"{'seconds':>22}: {self.seconds:.2f}",
             f"{'queries/s':>22}: {rate:.1f}",
-            f"inputs = outputs + dead letters: {c[counters.QUERIES]} = "
-            f"{c[counters.RESULTS]} + {c[counters.DEAD_LETTERS]} ({verdict})",
+            self._balance(verdict),
         ]
+
+    def _balance(self, verdict: str) -> str:
+        c = self.counts
+        unchanged = c.get(counters.EVIDENCE_UNCHANGED, 0)
+        if not unchanged:
+            return (f"inputs = outputs + dead letters: {c[counters.QUERIES]} = "
+                    f"{c[counters.RESULTS]} + {c[counters.DEAD_LETTERS]} ({verdict})")
+        return (f"inputs = outputs + unchanged + dead letters: {c[counters.QUERIES]} = "
+                f"{c[counters.RESULTS]} + {unchanged} + {c[counters.DEAD_LETTERS]} ({verdict})")
 
 
 def summarize(result: PipelineResult, seconds: float,

@@ -1,0 +1,77 @@
+"""`run --previous PREV`: only the queries whose evidence changed reach the output.
+
+The previous results are joined to the new ones by query id, the Beam way (a keyed join: PREV
+is never held in memory), and each query is counted as unchanged, changed or new; PREV's ids
+that this run did not answer are `gone`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, NamedTuple
+
+import apache_beam as beam
+from apache_beam import pvalue
+
+from stages import counters
+from stages.models import ProjectedItem, QueryResult
+
+GONE = "gone"
+SCORE_TOLERANCE = 1e-6
+
+
+def same_evidence(new: QueryResult, old: QueryResult) -> bool:
+    """Whether the Agent sees the same list: document ids, order and content, and scores
+    within SCORE_TOLERANCE."""
+    return len(new.projected) == len(old.projected) and all(
+        _same(a, b) for a, b in zip(new.projected, old.projected, strict=True))
+
+
+def _same(a: ProjectedItem, b: ProjectedItem) -> bool:
+    return ((a.document_id, a.source, a.content) == (b.document_id, b.source, b.content)
+            and abs(a.score - b.score) <= SCORE_TOLERANCE)
+
+
+def compared(joined: tuple[str, Mapping[str, Iterable[QueryResult]]]
+             ) -> Iterator[QueryResult | pvalue.TaggedOutput]:
+    """One query's new and previous results -> the new one when it changed or is new, its id
+    to `gone` when only PREV has it; counted."""
+    query_id, sides = joined
+    new, old = list(sides["new"]), list(sides["old"])
+    if not new:
+        counters.count(counters.PREVIOUS_GONE)
+        yield pvalue.TaggedOutput(GONE, query_id)
+    elif not old:
+        counters.count(counters.EVIDENCE_NEW)
+        yield new[0]
+    elif same_evidence(new[0], old[0]):
+        counters.count(counters.EVIDENCE_UNCHANGED)
+    else:
+        counters.count(counters.EVIDENCE_CHANGED)
+        yield new[0]
+
+
+class ChangedOutputs(NamedTuple):
+    results: beam.PCollection[QueryResult]
+    gone: beam.PCollection[str]
+
+
+class KeepChanged(beam.PTransform[beam.PCollection[QueryResult], ChangedOutputs]):
+    """QueryResult -> the ones whose evidence differs from `previous` (a PCollection of the
+    previous run's results), and the ids only `previous` holds.
+
+    >>> changed = results | KeepChanged(previous_results)  # doctest: +SKIP
+    """
+
+    def __init__(self, previous: beam.PCollection[QueryResult]) -> None:
+        super().__init__()
+        self._previous = previous
+
+    def expand(self, results: beam.PCollection[QueryResult]) -> ChangedOutputs:
+        keyed: dict[str, Any] = {
+            "new": results | "KeyNew" >> beam.Map(lambda r: (r.query_id, r)),
+            "old": self._previous | "KeyOld" >> beam.Map(lambda r: (r.query_id, r))}
+        outputs = (keyed
+                   | "JoinByQueryId" >> beam.CoGroupByKey()
+                   | "Compare" >> beam.FlatMap(compared).with_outputs(GONE, main="results"))
+        return ChangedOutputs(outputs.results, outputs[GONE])
