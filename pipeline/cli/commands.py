@@ -57,5 +57,5 @@ def run_command(args: argparse.Namespace, beam_args: Sequence[str],
                                       encoding="utf-8")
     print("\n".join(summary.lines()))
     print(f"results: {args.out}\ndead letters: {io.dead_letters}\n"
-          f"manifest: {io.results.manifest}")
+          f"manifest: {io.manifest}")
     return 0 if summary.balanced else 1

@@ -34,7 +34,6 @@ from stages.models import DeadLetter, QueryResult
 
 ES_SCHEME = "es://"
 DEAD_LETTER_SUFFIX = ".dead-letter.jsonl"
-MANIFEST_SUFFIX = ".manifest.json"
 
 
 @dataclass(frozen=True)
@@ -47,11 +46,6 @@ class ResultSink(ABC):
     def default_dead_letter(self) -> str:
         """Where dead letters go unless `--dead-letter` says."""
         return f"{self.location}{DEAD_LETTER_SUFFIX}"
-
-    @property
-    def manifest(self) -> str:
-        """Where the run's manifest goes (see `pipeline.run.manifest`)."""
-        return f"{self.location}{MANIFEST_SUFFIX}"
 
     @abstractmethod
     def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler
@@ -128,10 +122,6 @@ class ElasticsearchResults(ResultSink):
     @property
     def default_dead_letter(self) -> str:
         return f"{self.index}{DEAD_LETTER_SUFFIX}"
-
-    @property
-    def manifest(self) -> str:
-        return f"{self.index}{MANIFEST_SUFFIX}"
 
     def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler
               ) -> beam.PCollection[DeadLetter]:

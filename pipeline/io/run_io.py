@@ -21,10 +21,11 @@ from pipeline.io.local_paths import (
 )
 from pipeline.io.parquet import is_parquet
 from pipeline.io.query_source import QuerySource, query_source
-from pipeline.io.result_sink import MANIFEST_SUFFIX, ResultFile, ResultSink, result_sink
+from pipeline.io.result_sink import ES_SCHEME, ResultFile, ResultSink, result_sink
 from stages import counters
 
 GONE_SUFFIX = ".gone.jsonl"
+MANIFEST_SUFFIX = ".manifest.json"
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,21 @@ class RunIO:
                    earlier)
 
     @property
+    def manifest(self) -> str:
+        """Where the run's manifest goes: beside a result file, or for `es://INDEX` beside the
+        dead letters, named after the index (see `pipeline.run.manifest`)."""
+        return f"{self._beside()}{MANIFEST_SUFFIX}"
+
+    @property
     def gone(self) -> str:
         """With `--previous`: the file of the earlier query ids this run did not answer."""
-        return f"{self.results.manifest.removesuffix(MANIFEST_SUFFIX)}{GONE_SUFFIX}"
+        return f"{self._beside()}{GONE_SUFFIX}"
+
+    def _beside(self) -> str:
+        if isinstance(self.results, ResultFile):
+            return self.results.location
+        index = self.results.location.removeprefix(ES_SCHEME)
+        return str(Path(self.dead_letters).with_name(index))
 
     def check(self) -> None:
         """Refuses, before anything starts, a run whose files would lose results (see

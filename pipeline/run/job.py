@@ -54,7 +54,7 @@ def run(settings: Settings, io: RunIO, *, beam_args: Sequence[str] = (),
     embeds = settings.rag.recall.mode != "lexical"
     refusal = preflight(port_factory, embedder_factory if embeds else None, io.queries, describe)
     with io.held():
-        remove_manifest(io.results.manifest)
+        remove_manifest(io.manifest)
         started, began = time.monotonic(), _now()
         pipeline = beam.Pipeline(options=options)
         build_pipeline(pipeline, settings, io, port_factory=port_factory,
@@ -62,7 +62,7 @@ def run(settings: Settings, io: RunIO, *, beam_args: Sequence[str] = (),
         result = pipeline.run()
         result.wait_until_finish()
         summary = summarize(result, time.monotonic() - started, io.counts)
-        write_manifest(io.results.manifest,
+        write_manifest(io.manifest,
                        run_manifest(settings, io, summary, options, began, _now()))
         return summary
 

@@ -127,6 +127,9 @@ def test_evidence_sink_writes_one_document_per_query_idempotently(
         stored = es_client.get(index=sink, id="q0")["_source"]
         assert stored["query_id"] == "q0"
         assert stored["evidence"][0]["evidence_key"] == "guide/json.md#chunk-0"
+        manifest = json.loads((tmp_path / f"{sink}.manifest.json").read_text())
+        assert manifest["results"] == {"location": f"es://{sink}"}
+        assert not Path(f"{sink}.manifest.json").exists()  # beside the dead letters, not here
     finally:
         es_client.options(ignore_status=404).indices.delete(index=sink)
 
