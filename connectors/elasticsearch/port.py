@@ -20,7 +20,7 @@ from connectors.embedder_port import EmbedderInfo
 from connectors.errors import DimensionMismatchError, KnowledgeSearchError, SearchRejectedError
 from connectors.events import EventHook, ignore_event
 from connectors.search_port import SearchHit, SearchOutcome, SearchRequest
-from connectors.vectors import NO_DIRECTION, unit, unit_rows
+from connectors.vectors import NO_DIRECTION, unit_rows
 
 
 class ElasticsearchPort:
@@ -72,11 +72,19 @@ class ElasticsearchPort:
 
     def search(self, requests: Sequence[SearchRequest]) -> list[SearchOutcome]:
         outcomes: list[SearchOutcome | None] = [self._invalid(r) for r in requests]
-        pending = [i for i, outcome in enumerate(outcomes) if outcome is None]
+        bodies: dict[int, dict[str, Any]] = {}  # built once, sent by every attempt
+        for i, request in enumerate(requests):
+            if outcomes[i] is None:
+                body = self._body(request)
+                if body is None:
+                    outcomes[i] = SearchRejectedError(f"vector {NO_DIRECTION}")
+                else:
+                    bodies[i] = body
+        pending = list(bodies)
         size = self._config.max_searches_per_request
         for start in range(0, len(pending), size):
             group = pending[start:start + size]
-            found = retry_each(group, lambda ids: self._msearch(requests, ids),
+            found = retry_each(group, lambda ids: self._msearch(requests, bodies, ids),
                                self._config.retry, what="search", hosts=self._config.hosts,
                                on_event=self._on_event, sleep=self._sleep, rng=self._rng,
                                split_timeouts=True)
@@ -87,12 +95,12 @@ class ElasticsearchPort:
     def close(self) -> None:
         self._client.close()
 
-    def _msearch(self, requests: Sequence[SearchRequest], group: list[int]
-                 ) -> dict[int, ItemOutcome[list[SearchHit]]]:
+    def _msearch(self, requests: Sequence[SearchRequest], bodies: dict[int, dict[str, Any]],
+                 group: list[int]) -> dict[int, ItemOutcome[list[SearchHit]]]:
         """One `_msearch` for `group`: each sub-search's hits, or how it failed."""
         searches: list[dict[str, Any]] = []
         for i in group:
-            searches += [{"index": self._config.index}, self._body(requests[i])]
+            searches += [{"index": self._config.index}, bodies[i]]
         body = self._client.msearch(searches=searches).body
         responses = body.get("responses") if isinstance(body, dict) else None
         if not isinstance(responses, list) or len(responses) != len(group) or not all(
@@ -114,8 +122,6 @@ class ElasticsearchPort:
         if request.vector is not None and len(request.vector) != self.dimension:
             mismatch = DimensionMismatchError("vector", len(request.vector), self.dimension)
             return SearchRejectedError(str(mismatch))
-        if request.vector is not None and not unit_rows([request.vector])[1][0]:
-            return SearchRejectedError(f"vector {NO_DIRECTION}")
         undeclared = sorted(set(request.filters) - set(self._config.filter_fields))
         if undeclared:
             return SearchRejectedError(
@@ -124,14 +130,18 @@ class ElasticsearchPort:
                 f"{list(self._config.filter_fields)!r})")
         return None
 
-    def _body(self, request: SearchRequest) -> dict[str, Any]:
+    def _body(self, request: SearchRequest) -> dict[str, Any] | None:
+        """The sub-search of `request`; None for a vector without a direction."""
         if request.text is not None:
             return self._match_body(request, request.text)
         assert request.vector is not None
+        (direction,), (usable,) = unit_rows([request.vector])
+        if not usable:
+            return None
         config = self._config
         knn: dict[str, Any] = {
             "field": config.vector_field,
-            "query_vector": unit(request.vector).tolist(),
+            "query_vector": direction.tolist(),
             "k": request.k,
             "num_candidates": config.candidates_for(request.k),
         }

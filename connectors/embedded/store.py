@@ -131,15 +131,18 @@ class EmbeddedStore:
         if len(request.vector) != self.dimension:
             mismatch = DimensionMismatchError("vector", len(request.vector), self.dimension)
             error = KnowledgeSearchError(str(mismatch))
-        elif not unit_rows([request.vector])[1][0]:
-            error = KnowledgeSearchError(f"vector {NO_DIRECTION}: cosine similarity is undefined")
         if error is not None:
             outcomes[i] = error
         return error is None
 
     def _search_block(self, requests: Sequence[SearchRequest], block: list[int],
                       outcomes: list[SearchOutcome]) -> None:
-        queries, _ = unit_rows([requests[i].vector or () for i in block])  # each checked first
+        queries, usable = unit_rows([requests[i].vector or () for i in block])
+        for unusable in np.flatnonzero(~usable).tolist():
+            outcomes[block[unusable]] = KnowledgeSearchError(
+                f"vector {NO_DIRECTION}: cosine similarity is undefined")
+        block = [i for row, i in enumerate(block) if usable[row]]
+        queries = queries[usable]
         plain = [row for row, i in enumerate(block) if not requests[i].filters]
         if plain:
             ks = [requests[block[row]].k for row in plain]
