@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.error_handling import ErrorHandler
 
 from connectors.elasticsearch.config import ElasticsearchConfig
@@ -18,16 +17,13 @@ from connectors.errors import InvalidInputError
 from connectors.input_limits import MAX_LINE_BYTES
 from pipeline.io.es_sink import WriteEvidenceToElasticsearch
 from pipeline.io.json_lines import to_json_line
-from pipeline.io.line_blocks import ReadNumberedLines, count_lines, read_numbered_lines
 from pipeline.io.parquet import (
     RESULT_SCHEMA,
-    ReadParquetQueries,
     is_parquet,
-    parquet_rows,
-    read_all_rows,
     result_row,
 )
-from pipeline.io.records import OverlongLine, UnreadableRest, unreadable_reason
+from pipeline.io.query_source import QuerySource, query_source
+from pipeline.io.records import unreadable_reason
 from pipeline.io.single_file_sink import ParquetRows, TextLines, WriteToSingleFile
 from stages import counters
 from stages.models import DeadLetter, QueryResult
@@ -59,15 +55,23 @@ class ResultSink(ABC):
 
 
 class ResultFile(ResultSink):
-    """A file of results, readable back."""
+    """A file of results, readable back: read and counted as a query file of the same format
+    is (one reader per format, `query_source`)."""
 
-    @abstractmethod
+    def count(self) -> int:
+        return self._records().count()
+
     def read(self) -> Iterator[QueryResult]:
         """The results the file holds, in file order."""
+        for record in self._records().records():
+            yield _as_result(record, self.location)
 
-    @abstractmethod
     def read_transform(self) -> beam.PTransform:
         """PBegin -> the file's results, read on the runner's workers."""
+        return _ReadResults(self._records().read(), self.location)
+
+    def _records(self) -> QuerySource:
+        return query_source(self.location)
 
 
 class JsonLinesResults(ResultFile):
@@ -77,18 +81,6 @@ class JsonLinesResults(ResultFile):
          .with_exception_handling(error_handler=errors)
          | "WriteResults" >> WriteToSingleFile(self.location, TextLines()))
 
-    def count(self) -> int:
-        return count_lines(self.location) if FileSystems.exists(self.location) else 0
-
-    def read_transform(self) -> beam.PTransform:
-        return _ReadResults(ReadNumberedLines(self.location), self.location)
-
-    def read(self) -> Iterator[QueryResult]:
-        for number, line in read_numbered_lines(self.location):
-            if isinstance(line, OverlongLine | UnreadableRest):
-                raise InvalidInputError(f"{self.location}:{number}", "...",
-                                        unreadable_reason(line, MAX_LINE_BYTES))
-            yield QueryResult.model_validate_json(line)
 
 
 class ParquetResults(ResultFile):
@@ -98,15 +90,6 @@ class ParquetResults(ResultFile):
              error_handler=errors)
          | "WriteResults" >> WriteToSingleFile(self.location, ParquetRows(RESULT_SCHEMA)))
 
-    def count(self) -> int:
-        return parquet_rows(self.location) if FileSystems.exists(self.location) else 0
-
-    def read_transform(self) -> beam.PTransform:
-        return _ReadResults(ReadParquetQueries(self.location), self.location)
-
-    def read(self) -> Iterator[QueryResult]:
-        for _, row in read_all_rows(self.location):
-            yield QueryResult.model_validate(row)
 
 
 @dataclass(frozen=True)
