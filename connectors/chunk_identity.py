@@ -6,6 +6,8 @@ Every other module imports these names; none spells a key or the key format itse
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
+from typing import Any
 
 DOC_ID = "docId"
 CHUNK_INDEX = "chunkIndex"
@@ -46,3 +48,16 @@ def is_evidence_key(value: str) -> bool:
 def identity_metadata(doc_id: str, chunk_index: int) -> dict[str, str | int]:
     """The identity metadata `index` writes for a chunk of a document (its source: the doc id)."""
     return {DOC_ID: doc_id, CHUNK_INDEX: chunk_index, SOURCE: doc_id}
+
+
+def document_of(chunk_id: str, metadata: Mapping[str, Any]) -> str:
+    """The document a stored chunk belongs to, for incremental cleanup: its `docId`/`doc_id`
+    (a string or a number), else the chunk's own id (a chunk of no known document is a
+    document of its own)."""
+    for key in DOC_ID_KEYS:
+        value = metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+    return chunk_id

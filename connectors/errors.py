@@ -130,3 +130,23 @@ class StoreNotFoundError(KnowledgeSearchError):
 def _short(value: object, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class EmbedderChangedError(RagEvidenceError):
+    """An `index` would add chunks of another embedder to a store built by one: its old
+    chunks' vectors and the new ones would not be comparable."""
+
+    def __init__(self, store: str, stored: str, configured: str) -> None:
+        self.stored = stored
+        self.configured = configured
+        super().__init__(
+            f"{store} holds {stored}, but this index brings {configured}; the two cannot "
+            "share a store: index with --rebuild to replace everything, or set embedder.* "
+            "to match the store")
+
+    @staticmethod
+    def described(embedder: object | None) -> str:
+        """What chunks of `embedder` (an `EmbedderInfo`, or None: vectors a chunk file
+        carried) are, in words."""
+        describe = getattr(embedder, "describe", None)
+        return f"chunks embedded with {describe()}" if describe else "vectors from a chunk file"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ import numpy as np
 from connectors.chunk_record import ChunkRecord
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.writer import write_store
+from connectors.embedder_port import Purpose
+from connectors.embedders.hashing import HashingEmbedder
 from connectors.search_port import PortFactory, SearchHit
 from stages.models import Candidate, RecalledHit
 
@@ -55,3 +58,12 @@ def embedded_store(path: Path, records: list[ChunkRecord]) -> PortFactory:
     """Writes a real embedded store at `path` and returns the factory that opens it."""
     write_store(path, records)
     return partial(EmbeddedStore.open, path)
+
+
+class FailingEmbedder(HashingEmbedder):
+    """The port's own embedder, failing as no embedder should on a text holding `boom`."""
+
+    def embed(self, texts: Sequence[str], purpose: Purpose = "query") -> np.ndarray:
+        if any("boom" in text for text in texts):
+            raise RuntimeError("the model fell over")
+        return super().embed(texts, purpose)

@@ -1,5 +1,6 @@
-"""Bulk writes: idempotent `_id`s, `helpers.streaming_bulk` for the requests (chunked by count
-and bytes, a result per item), the adapter's one retry loop around it, failures by id."""
+"""Bulk writes and deletes: idempotent `_id`s, `helpers.streaming_bulk` for the requests
+(chunked by count and bytes, a result per item), the adapter's one retry loop around it,
+failures by id."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, Elasticsearch
 from elasticsearch.helpers import streaming_bulk
 
+from connectors.chunk_fingerprint import chunk_fingerprint
+from connectors.chunk_identity import document_of
 from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import WriteReport
 from connectors.elasticsearch.config import ElasticsearchConfig
@@ -27,27 +30,36 @@ from connectors.elasticsearch.retry import (
     outcome_of,
     retry_each,
 )
+from connectors.embedder_port import EmbedderInfo
 from connectors.events import EventHook, ignore_event
 from connectors.vectors import unit
 
-Document = tuple[str, Mapping[str, Any]]
+Document = tuple[str, Mapping[str, Any] | None]
+"""(id, source) to index; (id, None) to delete."""
 REASON_CHARS = 300
 """How much of a failure's reason a failed item keeps."""
 
 
-def chunk_document(record: ChunkRecord, config: ElasticsearchConfig) -> dict[str, Any]:
-    """The `_source` of a chunk in the configured layout (and field names)."""
+def chunk_document(record: ChunkRecord, config: ElasticsearchConfig,
+                   embedder: EmbedderInfo | None = None) -> dict[str, Any]:
+    """The `_source` of a chunk in the configured layout (and field names), with its catalog
+    entry: its document and the fingerprint of what its vector was computed from (by
+    `embedder`, or given in a chunk file when None)."""
+    fingerprint = chunk_fingerprint(record.content, record.metadata, embedder,
+                                    None if embedder else record.vector)
+    catalog = {"fingerprint": fingerprint, "doc": document_of(record.id, record.metadata)}
     return chunk_source(config.layout, record.id, unit(record.vector).tolist(), record.content,
                         record.metadata, config.vector_field, config.content_field,
-                        config.metadata_field)
+                        config.metadata_field, catalog)
 
 
 def write_documents(client: Elasticsearch, config: ElasticsearchConfig, index: str,
                     documents: Iterable[Document], refresh: bool = False, *,
                     on_event: EventHook = ignore_event,
                     sleep: Callable[[float], None] = time.sleep) -> WriteReport:
-    """Indexes (id, source) pairs, `bulk-chunk-size` per `_bulk` request (fewer when they
-    would pass the helper's request size).
+    """Indexes (id, source) pairs, and deletes (id, None) ones, `bulk-chunk-size` per `_bulk`
+    request (fewer when they would pass the helper's request size); deleting an id the index
+    does not hold succeeds.
 
     A request that fails with a connection error, a timeout or a retryable status, and each
     item answered 429/502/503/504, is retried with the adapter's backoff up to
@@ -73,10 +85,18 @@ def write_documents(client: Elasticsearch, config: ElasticsearchConfig, index: s
 
 def write_chunks(client: Elasticsearch, config: ElasticsearchConfig,
                  records: Iterable[ChunkRecord], refresh: bool = False, *,
+                 embedder: EmbedderInfo | None = None,
                  on_event: EventHook = ignore_event) -> WriteReport:
     """Indexes chunk records with `_id` = the record id (the evidence key), so re-runs update."""
-    documents = ((r.id, chunk_document(r, config)) for r in records)
+    documents = ((r.id, chunk_document(r, config, embedder)) for r in records)
     return write_documents(client, config, config.index, documents, refresh, on_event=on_event)
+
+
+def delete_chunks(client: Elasticsearch, config: ElasticsearchConfig, ids: Iterable[str], *,
+                  on_event: EventHook = ignore_event) -> WriteReport:
+    """Deletes chunks by `_id`, in bulk."""
+    return write_documents(client, config, config.index, ((i, None) for i in ids),
+                           on_event=on_event)
 
 
 def _bulk(client: Elasticsearch, index: str, batch: Sequence[Document], group: list[int],
@@ -100,11 +120,17 @@ def _actions(index: str, batch: Sequence[Document], group: list[int]
              ) -> Iterator[dict[str, Any]]:
     for i in group:
         doc_id, source = batch[i]
-        yield {"_op_type": "index", "_index": index, "_id": doc_id, "_source": source}
+        if source is None:
+            yield {"_op_type": "delete", "_index": index, "_id": doc_id}
+        else:
+            yield {"_op_type": "index", "_index": index, "_id": doc_id, "_source": source}
 
 
-def _item_outcome(item: Mapping[str, Any]) -> Retry | Reject:
-    result = dict(next(iter(item.values()), {}))
+def _item_outcome(item: Mapping[str, Any]) -> ItemOutcome[None]:
+    operation, answer = next(iter(item.items()), ("", {}))
+    result = dict(answer)
+    if operation == "delete" and result.get("result") == "not_found":
+        return Done(None)  # already gone
     error = result.get("exception")
     if isinstance(error, (TransportError, ApiError)):
         return outcome_of(error)

@@ -15,10 +15,10 @@ from connectors.elasticsearch.client import (
     vector_mapping,
 )
 from connectors.elasticsearch.config import ElasticsearchConfig
-from connectors.elasticsearch.layouts import extra_mapping
+from connectors.elasticsearch.layouts import CATALOG_FIELD, CATALOG_MAPPING, extra_mapping
 from connectors.elasticsearch.retry import call_with_retries
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import ConfigError, DimensionMismatchError
+from connectors.errors import ConfigError, DimensionMismatchError, EmbedderChangedError
 
 IDENTITY_FIELDS = {DOC_ID: {"type": "keyword"}, CHUNK_INDEX: {"type": "integer"},
                    SOURCE: {"type": "keyword"}}
@@ -36,25 +36,30 @@ def chunk_mapping(config: ElasticsearchConfig, dimension: int,
     metadata = ({f: {"type": "keyword"} for f in config.filter_fields} | IDENTITY_FIELDS
                 | extra_mapping(config.layout))
     properties: dict[str, Any] = {config.vector_field: vector,
-                                  config.content_field: {"type": "text"}}
+                                  config.content_field: {"type": "text"},
+                                  CATALOG_FIELD: CATALOG_MAPPING}
     if config.metadata_field is None:
         properties |= metadata
     else:
         properties[config.metadata_field] = {"type": "object", "properties": metadata}
     mapping: dict[str, Any] = {"properties": properties}
     if embedder is not None:
-        mapping["_meta"] = {META_KEY: {"embedder": embedder.to_dict()}}
+        mapping["_meta"] = _meta(embedder)
     return mapping
 
 
 def ensure_index(client: Elasticsearch, config: ElasticsearchConfig, dimension: int,
-                 embedder: EmbedderInfo | None = None) -> bool:
-    """Creates the index when missing (returns True); an existing one must match.
+                 embedder: EmbedderInfo | None = None, rebuild: bool = False) -> bool:
+    """Creates the index when missing (returns True); an existing one must fit, and gets the
+    catalog field mapped when it lacks it. With `rebuild`, an index recording another embedder
+    is taken over: `_meta` records `embedder` from now on.
 
     Raises:
-        DimensionMismatchError: the existing vector field has other dims.
-        ConfigError: the existing field is not a cosine dense_vector, or the index records
-            another embedder than `embedder`.
+        DimensionMismatchError: the existing vector field has other dims (a mapping cannot
+            change: a rebuild for another dimension needs another index).
+        ConfigError: the existing field is not a cosine dense_vector.
+        EmbedderChangedError: the index records another embedder than `embedder`, and
+            `rebuild` is not set.
     """
     check_reachable(client, config)
     mappings = index_mappings(client, config)
@@ -64,11 +69,6 @@ def ensure_index(client: Elasticsearch, config: ElasticsearchConfig, dimension: 
                           config.retry, f"creating index {config.index!r}", config.hosts)
         return True
     existing = vector_mapping(mappings, config)
-    recorded = recorded_embedder(mappings)
-    if embedder is not None and recorded is not None and recorded != embedder:
-        raise ConfigError("embedder", embedder.describe(),
-                          f"index {config.index!r} was built with {recorded.describe()}; "
-                          "chunks of two embedders cannot share an index")
     if existing.get("type") != "dense_vector" or existing.get("similarity", "cosine") != "cosine":
         raise ConfigError(
             "search.elasticsearch.vector-field", config.vector_field,
@@ -78,4 +78,22 @@ def ensure_index(client: Elasticsearch, config: ElasticsearchConfig, dimension: 
     if int(existing.get("dims", 0)) != dimension:
         raise DimensionMismatchError(f"vectors for index {config.index!r}", dimension,
                                      int(existing.get("dims", 0)))
+    recorded = recorded_embedder(mappings)
+    changes: dict[str, Any] = {}
+    if recorded is not None and recorded != embedder:
+        if not rebuild:
+            raise EmbedderChangedError(f"index {config.index!r}",
+                                       EmbedderChangedError.described(recorded),
+                                       EmbedderChangedError.described(embedder))
+        changes["meta"] = _meta(embedder)
+    if CATALOG_FIELD not in mappings.get("properties", {}):
+        changes["properties"] = {CATALOG_FIELD: CATALOG_MAPPING}
+    if changes:
+        call_with_retries(lambda: client.indices.put_mapping(index=config.index, **changes),
+                          config.retry, f"updating the mapping of {config.index!r}",
+                          config.hosts)
     return False
+
+
+def _meta(embedder: EmbedderInfo | None) -> dict[str, Any]:
+    return {META_KEY: {"embedder": embedder.to_dict() if embedder else None}}

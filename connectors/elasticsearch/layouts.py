@@ -45,6 +45,11 @@ LLAMA_DOC_ID_KEYS = ("doc_id", "document_id", "ref_doc_id")
 LLAMA_ABSENT = "None"
 """LlamaIndex stores this string as the document id of a node without a source document."""
 
+CATALOG_FIELD = "rag_evidence"
+"""Top-level object of every chunk rag-evidence writes: `fingerprint` (what its vector was
+computed from) and `doc` (its document), read back by an incremental `index`; never searched."""
+CATALOG_MAPPING = {"type": "object", "enabled": False}
+
 HAYSTACK_ID = "id"
 HAYSTACK_OWN_FIELDS = ("id", "sparse_embedding", "blob", "score")
 """Top-level fields of a Haystack document that are not its metadata."""
@@ -55,7 +60,7 @@ def source_filter(layout: LayoutName, vector_field: str, content_field: str,
     """The `_source` filter of a search: the content and metadata, never the vector (nor
     LlamaIndex's copy of the whole node)."""
     if metadata_field is None:
-        excludes = [vector_field]
+        excludes = [vector_field, CATALOG_FIELD]
         if layout == "haystack":
             excludes += [f for f in HAYSTACK_OWN_FIELDS if f != vector_field]
         return {"excludes": excludes}
@@ -87,12 +92,16 @@ def hit_metadata(layout: LayoutName, metadata: Mapping[str, Any]) -> dict[str, A
 
 def chunk_source(layout: LayoutName, chunk_id: str, vector: list[float], content: str,
                  metadata: Mapping[str, Any], vector_field: str, content_field: str,
-                 metadata_field: str | None) -> dict[str, Any]:
-    """The `_source` of one chunk written in `layout`, readable by that framework's store."""
+                 metadata_field: str | None, catalog: Mapping[str, str] | None = None
+                 ) -> dict[str, Any]:
+    """The `_source` of one chunk written in `layout`, readable by that framework's store, with
+    rag-evidence's `catalog` entry (see CATALOG_FIELD) when given."""
     meta = dict(metadata)
     if layout == "llamaindex":
         meta |= _llama_node_fields(chunk_id, meta)
     source: dict[str, Any] = {vector_field: vector, content_field: content}
+    if catalog is not None:
+        source[CATALOG_FIELD] = dict(catalog)
     if layout == "haystack":
         source[HAYSTACK_ID] = chunk_id
     if metadata_field is None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from connectors.chunk_record import ChunkRecord
-from connectors.chunk_writer_port import WriteReport
+from connectors.chunk_writer_port import StoredChunk, WriteReport
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.writer import ElasticsearchWriter
 from connectors.embedder_port import EmbedderInfo
@@ -13,13 +13,19 @@ from connectors.events import EventHook, ignore_event
 
 
 class ElasticsearchChunkWriter:
-    """A worker's bulk writer: `_id` = the chunk id (the evidence key), so re-runs update."""
+    """A worker's bulk writer: `_id` = the chunk id (the evidence key), so re-runs update; each
+    chunk carries its catalog entry (document and fingerprint, by `embedder`)."""
 
-    def __init__(self, config: ElasticsearchConfig, on_event: EventHook = ignore_event) -> None:
+    def __init__(self, config: ElasticsearchConfig, embedder: EmbedderInfo | None,
+                 on_event: EventHook = ignore_event) -> None:
         self._writer = ElasticsearchWriter.open(config, on_event=on_event)
+        self._embedder = embedder
 
     def write(self, records: Sequence[ChunkRecord]) -> WriteReport:
-        return self._writer.write_chunks(records)
+        return self._writer.write_chunks(records, embedder=self._embedder)
+
+    def delete(self, ids: Sequence[str]) -> WriteReport:
+        return self._writer.delete_chunks(ids)
 
     def close(self) -> None:
         self._writer.close()
@@ -28,28 +34,30 @@ class ElasticsearchChunkWriter:
 class ElasticsearchTarget:
     """Creates the index (mapping and `_meta` with the embedder) when missing, or checks an
     existing one; writes are visible after `commit` refreshes it. Elasticsearch has no
-    transactions: what a failed job wrote stays, and a re-run overwrites it by id."""
+    transactions: what a failed job wrote or deleted stays so, and readers see each write once
+    the index refreshes; a re-run brings the index to the input."""
 
     def __init__(self, config: ElasticsearchConfig, on_event: EventHook = ignore_event) -> None:
         self._config = config
         self._on_event = on_event
+        self._embedder: EmbedderInfo | None = None
 
-    def prepare(self, dimension: int, embedder: EmbedderInfo | None) -> bool:
-        writer = ElasticsearchWriter.open(self._config)
-        try:
-            return writer.ensure_chunk_index(dimension, embedder)
-        finally:
-            writer.close()
+    def prepare(self, dimension: int, embedder: EmbedderInfo | None,
+                rebuild: bool = False) -> bool:
+        self._embedder = embedder
+        with ElasticsearchWriter.open(self._config) as writer:
+            return writer.ensure_chunk_index(dimension, embedder, rebuild)
+
+    def catalog(self) -> Iterator[StoredChunk]:
+        with ElasticsearchWriter.open(self._config, on_event=self._on_event) as writer:
+            yield from writer.stored_chunks()
 
     def open_writer(self) -> ElasticsearchChunkWriter:
-        return ElasticsearchChunkWriter(self._config, self._on_event)
+        return ElasticsearchChunkWriter(self._config, self._embedder, self._on_event)
 
     def commit(self) -> None:
-        writer = ElasticsearchWriter.open(self._config)
-        try:
+        with ElasticsearchWriter.open(self._config) as writer:
             writer.refresh()
-        finally:
-            writer.close()
 
     def abort(self) -> None:
         return None

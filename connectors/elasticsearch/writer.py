@@ -3,14 +3,15 @@ so that nothing outside connectors/ touches the client."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from elasticsearch import Elasticsearch
 
 from connectors.chunk_record import ChunkRecord
-from connectors.chunk_writer_port import WriteReport
-from connectors.elasticsearch.bulk_writer import write_chunks, write_documents
+from connectors.chunk_writer_port import StoredChunk, WriteReport
+from connectors.elasticsearch.bulk_writer import delete_chunks, write_chunks, write_documents
+from connectors.elasticsearch.catalog import stored_chunks
 from connectors.elasticsearch.client import open_client
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.index_admin import ensure_index
@@ -38,14 +39,23 @@ class ElasticsearchWriter:
              on_event: EventHook = ignore_event) -> ElasticsearchWriter:
         return cls(open_client(config, environ), config, on_event)
 
-    def ensure_chunk_index(self, dimension: int, embedder: EmbedderInfo | None = None) -> bool:
+    def ensure_chunk_index(self, dimension: int, embedder: EmbedderInfo | None = None,
+                           rebuild: bool = False) -> bool:
         """Creates the chunk index when missing (True); an existing one must fit (see
         `index_admin.ensure_index`)."""
-        return ensure_index(self._client, self._config, dimension, embedder)
+        return ensure_index(self._client, self._config, dimension, embedder, rebuild)
 
-    def write_chunks(self, records: Iterable[ChunkRecord], refresh: bool = False) -> WriteReport:
-        return write_chunks(self._client, self._config, records, refresh,
+    def write_chunks(self, records: Iterable[ChunkRecord], refresh: bool = False,
+                     embedder: EmbedderInfo | None = None) -> WriteReport:
+        return write_chunks(self._client, self._config, records, refresh, embedder=embedder,
                             on_event=self._on_event)
+
+    def delete_chunks(self, ids: Iterable[str]) -> WriteReport:
+        return delete_chunks(self._client, self._config, ids, on_event=self._on_event)
+
+    def stored_chunks(self) -> Iterator[StoredChunk]:
+        """Every chunk the index holds (see `catalog.stored_chunks`)."""
+        return stored_chunks(self._client, self._config, on_event=self._on_event)
 
     def write_documents(self, index: str,
                         documents: Iterable[tuple[str, Mapping[str, Any]]]) -> WriteReport:
@@ -60,3 +70,9 @@ class ElasticsearchWriter:
 
     def close(self) -> None:
         self._client.close()
+
+    def __enter__(self) -> ElasticsearchWriter:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()

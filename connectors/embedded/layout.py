@@ -1,4 +1,5 @@
-"""The files of an embedded store and its manifest, the record of what they hold."""
+"""The files of one version of an embedded store, and its manifest: the record of what they
+hold (see `versions` for how versions follow each other)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ OFFSETS_FILE = "records.offsets.npy"
 HNSW_FILE = "hnsw.faiss"
 MANIFEST_FILE = "manifest.json"
 LEXICAL_DIR = "bm25"
-FORMAT = 3
+CHUNKS_FILE = "chunks.arrow"
+STORE_FILES = (VECTORS_FILE, RECORDS_FILE, OFFSETS_FILE, HNSW_FILE, LEXICAL_DIR, CHUNKS_FILE)
+"""The files of one version of a store, besides its manifest."""
+FORMAT = 4
 IndexKind = Literal["flat", "hnsw"]
 
 

@@ -1,9 +1,11 @@
 """The embedded store: kNN (faiss, exact or HNSW) over a memory-mapped float32 matrix, and BM25.
 
-On disk a store is a directory holding `vectors.npy` (unit rows, float32), `records.jsonl`
-(id, content, metadata per row, same order) with `records.offsets.npy` (where each line
-starts), `bm25/` (the lexical index), `hnsw.faiss` when built with `index: hnsw`, and
-`manifest.json` (dimension, count, index kind, the embedder that built it), written last.
+On disk a store is a directory of versions (see `versions`); each holds `vectors.npy` (unit
+rows, float32), `records.jsonl` (id, content, metadata per row, same order) with
+`records.offsets.npy` (where each line starts), `chunks.arrow` (id, document and fingerprint
+per row), `bm25/` (the lexical index), `hnsw.faiss` when built with `index: hnsw`, and
+`manifest.json` (dimension, count, index kind, the embedder that built it), written last. An
+open store reads one version until it is closed, whatever `index` commits meanwhile.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from connectors.embedded.vector_search import (
     exact_neighbours,
     subset_neighbours,
 )
+from connectors.embedded.versions import VersionLease
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import (
     ConfigError,
@@ -59,7 +62,8 @@ class EmbeddedStore:
 
     def __init__(self, vectors: np.ndarray, records: Records,
                  lexical: LexicalIndex | None = None, embedder: EmbedderInfo | None = None,
-                 graph: HnswGraph | None = None) -> None:
+                 graph: HnswGraph | None = None, lease: VersionLease | None = None) -> None:
+        self._lease = lease
         self._vectors = vectors
         self._records = records
         self._lexical = lexical or LexicalIndex(None, len(records))
@@ -71,18 +75,29 @@ class EmbeddedStore:
     @classmethod
     def open(cls, path: str | Path, index: IndexKind | None = None,
              hnsw: HnswParams = DEFAULT_HNSW) -> EmbeddedStore:
-        """Opens a store directory, memory-mapping its vectors and records; checks its parts
+        """Opens the current version of a store directory (or the version folder `path`),
+        holding it until `close`, memory-mapping its vectors and records; checks its parts
         agree. `index`, when given, is the kind the config expects the store to have.
 
         Raises:
             StoreNotFoundError: no store there, or its files disagree (named).
             ConfigError: the store was built with another index kind than `index`.
         """
-        root = Path(path)
+        lease = VersionLease.take(Path(path))
+        try:
+            return cls._open_version(Path(path), lease, index, hnsw)
+        except BaseException:
+            lease.release()
+            raise
+
+    @classmethod
+    def _open_version(cls, path: Path, lease: VersionLease, index: IndexKind | None,
+                      hnsw: HnswParams) -> EmbeddedStore:
+        root = lease.folder
         manifest = Manifest.read(root)
         if index is not None and index != manifest.index:
             raise ConfigError("search.embedded.index", index,
-                              f"the store at {str(root)!r} was built with index "
+                              f"the store at {str(path)!r} was built with index "
                               f"{manifest.index!r}; set that, or rebuild it with `index`")
         vectors = np.load(root / VECTORS_FILE, mmap_mode="r")
         records = RecordFile.open(root / RECORDS_FILE, root / OFFSETS_FILE)
@@ -94,7 +109,7 @@ class EmbeddedStore:
                 raise _disagree(root, f"the manifest names an HNSW index but {HNSW_FILE} "
                                       "is missing")
             graph = HnswGraph.load(root / HNSW_FILE, hnsw.ef_search)
-        return cls(vectors, records, lexical, manifest.embedder, graph)
+        return cls(vectors, records, lexical, manifest.embedder, graph, lease)
 
     @property
     def dimension(self) -> int:
@@ -122,8 +137,16 @@ class EmbeddedStore:
                 outcomes[i] = self._lexical_top_k(request)
         return outcomes
 
+    @property
+    def version(self) -> str | None:
+        """The folder of the version this store reads (None for a store held in memory)."""
+        return str(self._lease.folder) if self._lease is not None else None
+
     def close(self) -> None:
+        """Stops searching, and lets a later `index` remove the version this store read."""
         self._closed = True
+        if self._lease is not None:
+            self._lease.release()
 
     def _check(self, request: SearchRequest, outcomes: list[SearchOutcome], i: int) -> bool:
         assert request.vector is not None

@@ -1,93 +1,35 @@
-"""Writes an embedded store from many workers: parts in a staging directory, then one commit
-that builds the new store beside the old and renames it into place."""
+"""Writes an embedded store from many workers: parts in a staging folder, then one commit that
+builds a new version beside the current one and points the store at it (see `versions`)."""
 
 from __future__ import annotations
 
-import json
-import re
 import shutil
-import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import numpy as np
-
 from connectors.chunk_record import ChunkRecord
-from connectors.chunk_writer_port import WriteReport
-from connectors.embedded.layout import (
-    HNSW_FILE,
-    LEXICAL_DIR,
-    MANIFEST_FILE,
-    OFFSETS_FILE,
-    RECORDS_FILE,
-    VECTORS_FILE,
-    IndexKind,
-    Manifest,
-)
-from connectors.embedded.lexical import build_lexical_index
-from connectors.embedded.records_file import RecordFile, line_offsets, write_records
-from connectors.embedded.vector_search import (
-    DEFAULT_HNSW,
-    HnswGraph,
-    HnswParams,
-    recall_against_exact,
-)
+from connectors.chunk_writer_port import StoredChunk
+from connectors.embedded.build import BaseVersion, build_version
+from connectors.embedded.chunk_table import ChunkTable
+from connectors.embedded.layout import MANIFEST_FILE, IndexKind, Manifest
+from connectors.embedded.parts import EmbeddedPartWriter, StagedParts
+from connectors.embedded.vector_search import DEFAULT_HNSW, HnswParams
+from connectors.embedded.versions import collect, current_version, publish
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import DimensionMismatchError, InvalidInputError
+from connectors.errors import DimensionMismatchError, EmbedderChangedError, InvalidInputError
 from connectors.ownership import owned_suffix, release, remove_stale, take
-from connectors.vectors import NO_DIRECTION, unit, unit_rows
 
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
-_DIGITS = re.compile(r"(\d+)")
 _STAGING, _BUILDING = ".staging-", ".new-"
 """Work folders beside the store, named after their owner (see `connectors.ownership`)."""
-
-
-class EmbeddedPartWriter:
-    """A worker's writer: each batch becomes one part (rows + records) in the staging folder."""
-
-    def __init__(self, staging: Path, dimension: int) -> None:
-        self._staging = staging
-        self._dimension = dimension
-
-    def write(self, records: Sequence[ChunkRecord]) -> WriteReport:
-        report = WriteReport()
-        rows, lines = [], []
-        for record in records:
-            problem = self._problem(record)
-            if problem is not None:
-                report.failures.append((record.id, problem))
-                continue
-            rows.append(unit(record.vector))
-            lines.append(json.dumps({"id": record.id, "content": record.content,
-                                     "metadata": record.metadata}, ensure_ascii=False))
-        if rows:
-            name = uuid.uuid4().hex
-            np.save(self._staging / f"{name}.npy", np.vstack(rows))
-            written = self._staging / f"{name}.jsonl.part"  # a part counts once renamed
-            written.write_text("\n".join(lines) + "\n", encoding="utf-8")
-            written.rename(written.with_suffix(""))
-        report.indexed = len(rows)
-        return report
-
-    def close(self) -> None:
-        return None
-
-    def _problem(self, record: ChunkRecord) -> str | None:
-        if len(record.vector) != self._dimension:
-            return str(DimensionMismatchError("vector", len(record.vector), self._dimension))
-        if not all(abs(x) <= _FLOAT32_MAX for x in record.vector):
-            return "vector has a component outside the float32 range"
-        if not unit_rows([record.vector])[1][0]:
-            return f"vector {NO_DIRECTION}"
-        return None
 
 
 class EmbeddedStoreTarget:
     """The embedded store at `path` as an ingestion target (see `ChunkTarget`).
 
-    Rows are stored in natural id order (`doc#chunk-2` before `doc#chunk-10`), whatever order
-    the workers wrote them in, so a re-index gives the same store. `index: hnsw` also builds
+    A commit builds a new version from the current one: its chunks that were neither rewritten
+    nor deleted keep their vectors (copied), and the written ones are added; rows are in
+    natural id order (`doc#chunk-2` before `doc#chunk-10`), whatever order the workers wrote
+    them in. A job that wrote and deleted nothing commits nothing. `index: hnsw` also builds
     an HNSW graph (`hnsw` parameters) and measures its recall against exact search.
     """
 
@@ -98,31 +40,65 @@ class EmbeddedStoreTarget:
         self._dimension = 0
         self._embedder: EmbedderInfo | None = None
         self._index, self._hnsw = index, hnsw
+        self._base: Path | None = None
+        self._rebuild = False
 
-    def prepare(self, dimension: int, embedder: EmbedderInfo | None) -> bool:
+    def prepare(self, dimension: int, embedder: EmbedderInfo | None,
+                rebuild: bool = False) -> bool:
         """Takes the store's lock (a second `index` of it is refused, naming the holder),
-        removes what killed jobs left beside it, and makes the staging folder."""
+        removes what killed jobs left beside it and the versions no reader holds, checks that
+        the store's chunks are of `embedder` (unless `rebuild`), and makes the staging folder.
+        """
         self._path.parent.mkdir(parents=True, exist_ok=True)
         take(self._lock, f"the embedded store {str(self._path)!r}")
-        for work in (_STAGING, _BUILDING):
-            remove_stale(self._path.parent, f".{self._path.name}{work}")
-        self._staging.mkdir(parents=True)
-        self._dimension, self._embedder = dimension, embedder
-        return not (self._path / MANIFEST_FILE).is_file()
+        try:
+            for work in (_STAGING, _BUILDING):
+                remove_stale(self._path.parent, f".{self._path.name}{work}")
+            collect(self._path)
+            base = current_version(self._path)
+            self._base = base if (base / MANIFEST_FILE).is_file() else None
+            if self._base is not None and not rebuild:
+                self._check_fits(Manifest.read(self._base), dimension, embedder)
+            self._staging.mkdir(parents=True)
+        except BaseException:
+            release(self._lock)
+            raise
+        self._dimension, self._embedder, self._rebuild = dimension, embedder, rebuild
+        return self._base is None
+
+    def catalog(self) -> Iterator[StoredChunk]:
+        """The chunks of the version `prepare` found (none for a new store)."""
+        if self._base is not None:
+            yield from ChunkTable.of_version(self._base).stored()
 
     def open_writer(self) -> EmbeddedPartWriter:
-        return EmbeddedPartWriter(self._staging, self._dimension)
+        return EmbeddedPartWriter(self._staging, self._dimension, self._embedder)
 
     def commit(self) -> str | None:
-        """Builds the store from the parts beside the old one and swaps it in; the old one
-        is kept on any error. Returns a line to report (the HNSW recall), if any.
+        """Builds the new version from the current one and the parts, and makes it current;
+        the current one is kept on any error. Returns a line to report, if any.
 
         Raises:
-            InvalidInputError: two chunks share an id, or there is no chunk at all.
+            InvalidInputError: two chunks share an id, or the store would hold no chunk.
         """
         try:
-            built, note = self._build()
-            _swap_in(built, self._path)
+            parts = StagedParts(self._staging)
+            if not self._rebuild and self._base is not None and not (
+                    parts.table.ids or parts.deleted):
+                return f"nothing changed: the store keeps version {self._base.name}"
+            built = self._path.parent / f".{self._path.name}{_BUILDING}{owned_suffix()}"
+            built.mkdir()
+            try:
+                base = None if self._rebuild or self._base is None else BaseVersion.open(
+                    self._base)
+                note = build_version(built, base, parts, Manifest(
+                    self._dimension, 0, self._embedder, index=self._index), self._hnsw,
+                    str(self._path))
+                publish(self._path, built)
+            except BaseException:
+                shutil.rmtree(built, ignore_errors=True)
+                raise
+            collect(self._path)
         finally:
             self.abort()
         return note
@@ -135,30 +111,23 @@ class EmbeddedStoreTarget:
     def _lock(self) -> Path:
         return self._path.parent / f".{self._path.name}.lock"
 
-    def _build(self) -> tuple[Path, str | None]:
-        parts = _Parts(self._staging)
-        if not parts.ids:
-            raise InvalidInputError("index", str(self._path),
-                                    "no chunk to index; the store there is left as it was")
-        order = np.asarray(sorted(range(len(parts.ids)), key=lambda i: _natural(parts.ids[i])),
-                           dtype=np.int64)
-        _check_unique([parts.ids[i] for i in order])
-        built = self._path.parent / f".{self._path.name}{_BUILDING}{owned_suffix()}"
-        built.mkdir()
-        try:
-            note = _write_built(built, parts, order, Manifest(
-                self._dimension, len(order), self._embedder, index=self._index), self._hnsw)
-        except BaseException:
-            shutil.rmtree(built, ignore_errors=True)
-            raise
-        return built, note
+    def _check_fits(self, manifest: Manifest, dimension: int,
+                    embedder: EmbedderInfo | None) -> None:
+        where = f"the embedded store {str(self._path)!r}"
+        if manifest.embedder != embedder:
+            raise EmbedderChangedError(where, EmbedderChangedError.described(manifest.embedder),
+                                       EmbedderChangedError.described(embedder))
+        if manifest.dimension != dimension:
+            raise DimensionMismatchError(f"vectors for {where} (index with --rebuild to replace "
+                                         "them all)", dimension, manifest.dimension)
 
 
 def write_store(path: str | Path, records: Iterable[ChunkRecord],
                 embedder: EmbedderInfo | None = None, index: IndexKind = "flat",
                 hnsw: HnswParams = DEFAULT_HNSW, batch_size: int = 4096) -> int:
-    """Writes `records` as a new store at `path` (replacing one there, atomically) and returns
-    the count. Records are written in batches as they come, never all held at once.
+    """Writes `records` as the new version of the store at `path` (all of it: nothing of an
+    earlier version is kept) and returns the count. Records are written in batches as they
+    come, never all held at once.
 
     Raises:
         InvalidInputError: two records share an id, a vector is unusable, or there are none
@@ -169,7 +138,7 @@ def write_store(path: str | Path, records: Iterable[ChunkRecord],
     first = next(stream, None)
     dimension = len(first.vector) if first is not None else 0
     target = EmbeddedStoreTarget(path, index, hnsw)
-    target.prepare(dimension, embedder)
+    target.prepare(dimension, embedder, rebuild=True)
     indexed = 0
     try:
         writer = target.open_writer()
@@ -196,73 +165,3 @@ def _write_batch(writer: EmbeddedPartWriter, batch: list[ChunkRecord], dimension
         raise InvalidInputError(f"vector of {report.failures[0][0]!r}", "...",
                                 report.failures[0][1])
     return report.indexed
-
-
-class _Parts:
-    """The staged parts, mapped: each row's id, and where its vector and JSON line are."""
-
-    def __init__(self, staging: Path) -> None:
-        self.ids: list[str] = []
-        self.vectors: list[np.ndarray] = []
-        self._lines: list[tuple[RecordFile, int]] = []
-        for part in sorted(staging.glob("*.jsonl")):
-            with open(part, "rb") as handle:
-                records = RecordFile(part, line_offsets(handle))
-            self.vectors.append(np.load(part.with_suffix(".npy"), mmap_mode="r"))
-            for row in range(len(records)):
-                self.ids.append(records.record(row)["id"])
-                self._lines.append((records, row))
-
-    def line(self, row: int) -> bytes:
-        records, at = self._lines[row]
-        return records.line(at)
-
-
-def _write_built(built: Path, parts: _Parts, order: np.ndarray, manifest: Manifest,
-                 hnsw: HnswParams) -> str | None:
-    """Writes every file of the new store into `built`, rows in `order`, vectors streamed
-    into a mapped file; returns a line on the HNSW index's recall, when one is built."""
-    vectors = np.lib.format.open_memmap(built / VECTORS_FILE, mode="w+", dtype=np.float32,
-                                        shape=(len(order), manifest.dimension))
-    position = np.empty_like(order)
-    position[order] = np.arange(len(order))
-    start = 0
-    for block in parts.vectors:
-        vectors[position[start:start + len(block)]] = block
-        start += len(block)
-    vectors.flush()
-    offsets = write_records(built / RECORDS_FILE, (parts.line(int(i)) for i in order))
-    np.save(built / OFFSETS_FILE, offsets)
-    records = RecordFile(built / RECORDS_FILE, offsets)
-    lexical = build_lexical_index([records.record(row)["content"] for row in range(len(order))],
-                                  built / LEXICAL_DIR)
-    note = None
-    if manifest.index == "hnsw":
-        graph = HnswGraph.build(vectors, hnsw, built / HNSW_FILE)
-        recall, sample = recall_against_exact(graph, vectors)
-        note = (f"hnsw index (m={hnsw.m}, ef-construction={hnsw.ef_construction}, "
-                f"ef-search={hnsw.ef_search}): recall@20 {recall:.3f} against exact search, "
-                f"on {sample} sampled chunks")
-    Manifest(manifest.dimension, manifest.count, manifest.embedder, lexical,
-             manifest.index).write(built)
-    return note
-
-
-def _check_unique(ids: list[object]) -> None:
-    seen: set[object] = set()
-    for record_id in ids:
-        if record_id in seen:
-            raise InvalidInputError("id", record_id, "appears twice; chunk ids must be unique")
-        seen.add(record_id)
-
-
-def _natural(record_id: object) -> list[object]:
-    return [int(p) if p.isdigit() else p for p in _DIGITS.split(str(record_id))]
-
-
-def _swap_in(built: Path, path: Path) -> None:
-    old = path.parent / f".{path.name}.old-{uuid.uuid4().hex[:8]}"
-    if path.exists():
-        path.rename(old)
-    built.rename(path)
-    shutil.rmtree(old, ignore_errors=True)

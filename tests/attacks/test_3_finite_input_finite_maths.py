@@ -11,7 +11,7 @@ import pytest
 
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.port import ElasticsearchPort
-from connectors.embedded.writer import EmbeddedPartWriter
+from connectors.embedded.parts import EmbeddedPartWriter
 from connectors.errors import ConfigError, KnowledgeSearchError
 from connectors.search_port import SearchRequest
 from connectors.vectors import unit, unit_rows
@@ -57,7 +57,7 @@ def test_a_tiny_chunk_is_stored_as_its_direction(tmp_path: Path) -> None:
     (record,) = chunk_records(unit_vectors(1, dim=DIM))
     tiny = record.model_copy(update={"vector": tuple(v * 1e-30 for v in record.vector)})
     (tmp_path / "stage").mkdir()
-    report = EmbeddedPartWriter(tmp_path / "stage", DIM).write([tiny])
+    report = EmbeddedPartWriter(tmp_path / "stage", DIM, None).write([tiny])
     assert (report.indexed, report.failures) == (1, [])
     (stored,) = np.load(next((tmp_path / "stage").glob("*.npy")))
     assert np.allclose(stored, record.vector, atol=1e-6)

@@ -15,6 +15,7 @@ from connectors.embedded.layout import OFFSETS_FILE, RECORDS_FILE, VECTORS_FILE
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.top_k import top_rows
 from connectors.embedded.vector_search import HnswParams
+from connectors.embedded.versions import current_version
 from connectors.embedded.writer import EmbeddedStoreTarget, write_store
 from connectors.errors import ConfigError, InvalidInputError, StoreNotFoundError
 from connectors.search_port import SearchRequest
@@ -76,8 +77,9 @@ def test_run_with_another_index_kind_than_the_store_has_names_both(tmp_path: Pat
 def test_records_are_read_by_row_from_disk(tmp_path: Path) -> None:
     write_store(tmp_path, chunk_records(unit_vectors(50), chunks_per_doc=5))
     store = EmbeddedStore.open(tmp_path)
-    offsets = np.load(tmp_path / OFFSETS_FILE)
-    assert len(offsets) == 51 and offsets[-1] == (tmp_path / RECORDS_FILE).stat().st_size
+    version = current_version(tmp_path)
+    offsets = np.load(version / OFFSETS_FILE)
+    assert len(offsets) == 51 and offsets[-1] == (version / RECORDS_FILE).stat().st_size
     (hits,) = store.search([SearchRequest(vector=tuple(unit_vectors(50)[7].tolist()), k=1,
                                           filters={"docId": "doc1"})])
     assert [(h.id, h.content) for h in hits] == [("doc1#chunk-2", "content 7")]  # type: ignore[union-attr]
@@ -85,13 +87,13 @@ def test_records_are_read_by_row_from_disk(tmp_path: Path) -> None:
 
 def test_a_store_without_an_offsets_table_still_opens(tmp_path: Path) -> None:
     write_store(tmp_path, chunk_records(unit_vectors(20)))
-    (tmp_path / OFFSETS_FILE).unlink()
+    (current_version(tmp_path) / OFFSETS_FILE).unlink()
     assert _ids(EmbeddedStore.open(tmp_path), unit_vectors(20)[3], 1) == ["doc3#chunk-0"]
 
 
 def test_open_names_records_that_disagree_with_their_offsets(tmp_path: Path) -> None:
     write_store(tmp_path, chunk_records(unit_vectors(20)))
-    with open(tmp_path / RECORDS_FILE, "ab") as records:
+    with open(current_version(tmp_path) / RECORDS_FILE, "ab") as records:
         records.write(b'{"id": "stray"}\n')
     with pytest.raises(StoreNotFoundError, match=r"files disagree: records.jsonl: its offsets "
                                                  r"end at byte \d+ but the file has \d+ bytes"):
@@ -100,7 +102,7 @@ def test_open_names_records_that_disagree_with_their_offsets(tmp_path: Path) -> 
 
 def test_open_names_vectors_that_disagree_with_the_manifest(tmp_path: Path) -> None:
     write_store(tmp_path, chunk_records(unit_vectors(20)))
-    np.save(tmp_path / VECTORS_FILE, unit_vectors(19))
+    np.save(current_version(tmp_path) / VECTORS_FILE, unit_vectors(19))
     with pytest.raises(StoreNotFoundError, match="manifest says 20 rows of 8 dims, vectors.npy "
                                                  "holds 19 rows of 8 dims"):
         EmbeddedStore.open(tmp_path)
@@ -139,7 +141,7 @@ def test_write_store_stages_each_batch_on_disk_before_taking_the_next(tmp_path: 
 
     assert write_store(tmp_path / "store", records(), batch_size=1000) == 2500
     assert staged_when_taken == {0: 0, 1000: 1, 2000: 2}
-    lines = (tmp_path / "store" / RECORDS_FILE).read_text().splitlines()
+    lines = (current_version(tmp_path / "store") / RECORDS_FILE).read_text().splitlines()
     assert [json.loads(line)["id"] for line in lines[:3]] == ["doc0#chunk-0", "doc1#chunk-0",
                                                               "doc2#chunk-0"]
 

@@ -1,0 +1,74 @@
+"""What an index holds, read from the index itself: each chunk's id and catalog entry, by a
+point in time and `search_after` pages, never the vectors."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from elasticsearch import Elasticsearch
+
+from connectors.chunk_writer_port import StoredChunk
+from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.elasticsearch.failures import not_an_answer
+from connectors.elasticsearch.layouts import CATALOG_FIELD
+from connectors.elasticsearch.retry import call_with_retries
+from connectors.errors import KnowledgeSearchError, SearchUnavailableError
+from connectors.events import EventHook, ignore_event
+
+PAGE_SIZE = 1000
+KEEP_ALIVE = "5m"
+
+
+def stored_chunks(client: Elasticsearch, config: ElasticsearchConfig, *,
+                  page_size: int = PAGE_SIZE, on_event: EventHook = ignore_event
+                  ) -> Iterator[StoredChunk]:
+    """Every chunk of `config.index` as of one point in time. A chunk without a catalog entry
+    (written by another tool) is its own document, with no fingerprint.
+
+    Raises:
+        KnowledgeSearchError: a page could not be read (after the retry policy's attempts).
+    """
+    def request(what: str, call: Any) -> Any:
+        return call_with_retries(call, config.retry, f"{what} of index {config.index!r}",
+                                 config.hosts, on_event=on_event)
+
+    opened = request("opening a point in time", lambda: client.open_point_in_time(
+        index=config.index, keep_alive=KEEP_ALIVE))
+    pit = str(opened["id"])
+    try:
+        after: list[Any] | None = None
+        while True:
+            body: dict[str, Any] = {"size": page_size, "sort": ["_shard_doc"],
+                                    "pit": {"id": pit, "keep_alive": KEEP_ALIVE},
+                                    "source": [CATALOG_FIELD], "track_total_hits": False}
+            if after is not None:
+                body["search_after"] = after
+            page = request("listing the chunks", lambda body=body: client.search(**body))
+            hits = _hits(page.body)
+            if not hits:
+                return
+            yield from (_stored(hit) for hit in hits)
+            after, pit = hits[-1]["sort"], str(page.body.get("pit_id") or pit)
+    finally:
+        with contextlib.suppress(KnowledgeSearchError):
+            request("closing a point in time", lambda: client.close_point_in_time(id=pit))
+
+
+def _hits(body: Any) -> list[dict[str, Any]]:
+    try:
+        hits = body["hits"]["hits"]
+        if all(isinstance(h, dict) and "_id" in h and "sort" in h for h in hits):
+            return list(hits)
+    except (KeyError, TypeError):
+        pass
+    raise SearchUnavailableError(not_an_answer("a point-in-time search", body))
+
+
+def _stored(hit: dict[str, Any]) -> StoredChunk:
+    entry = (hit.get("_source") or {}).get(CATALOG_FIELD)
+    entry = entry if isinstance(entry, dict) else {}
+    doc, fingerprint = entry.get("doc"), entry.get("fingerprint")
+    return StoredChunk(str(hit["_id"]), doc if isinstance(doc, str) and doc else str(hit["_id"]),
+                       fingerprint if isinstance(fingerprint, str) else None)
