@@ -24,7 +24,10 @@ DEAD_LETTERS = "dead_letters"
 SEARCH_REQUESTS = "search_requests"
 TEXTS_EMBEDDED = "texts_embedded"
 EMBEDDING_MS = "embedding_ms"
-CHUNKS_INDEXED = "chunks_indexed"
+CHUNKS_ADDED = "chunks_added"
+CHUNKS_UPDATED = "chunks_updated"
+CHUNKS_UNCHANGED = "chunks_unchanged"
+CHUNKS_DELETED = "chunks_deleted"
 CHUNK_INDEX_FAILURES = "chunk_index_failures"
 INTERNAL_ERRORS = "internal_errors"
 FALLBACK_IDENTITY = "fallback_identities"
@@ -38,6 +41,10 @@ SUMMARY = (
     EMBEDDING_MS, *ADAPTER_EVENTS,
 )
 """Every counter a run reports, in the order the summary prints them."""
+
+INDEX_SUMMARY = (CHUNKS_ADDED, CHUNKS_UPDATED, CHUNKS_UNCHANGED, CHUNKS_DELETED,
+                 CHUNK_INDEX_FAILURES, TEXTS_EMBEDDED)
+"""What an `index` reports, in order."""
 
 
 def count(name: str, amount: int = 1) -> None:

@@ -22,24 +22,42 @@ def _settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
 def index_command(args: argparse.Namespace, beam_args: Sequence[str],
                   environ: Mapping[str, str]) -> int:
     settings = _settings(args, environ)
+    if args.summary:
+        check_output_file("--summary", args.summary)
+        check_distinct({"--chunks": args.chunks, "--failures": args.failures,
+                        "--summary": args.summary})
     summary = run_index(settings, chunks=args.chunks, docs=args.docs,
                         failures_path=args.failures, beam_args=beam_args,
-                        follow_symlinks=args.follow_symlinks)
+                        follow_symlinks=args.follow_symlinks, cleanup=args.cleanup,
+                        rebuild=args.rebuild)
+    if args.summary:
+        described = {"store": _store_name(settings), "cleanup": args.cleanup,
+                     "rebuild": args.rebuild, **summary.to_dict()}
+        _write_json(args.summary, described)
     print(index_report(settings, summary, args.failures))
     return 0 if summary.failed == 0 else 1
 
 
 def index_report(settings: Settings, summary: IndexSummary, failures: str | None = None) -> str:
-    """One line: how many chunks went where, with which embedder, how many failed."""
-    if settings.search.backend == "elasticsearch":
-        index = settings.search.elasticsearch.index
-        where = f"Elasticsearch index {index}" + (" (created)" if summary.created else "")
-    else:
-        where = settings.search.embedded.path
+    """What an index did, where, with which embedder: the counts of `--summary` in words."""
+    where = _store_name(settings) + (" (created)" if summary.created else "")
     embedder = summary.embedder.describe() if summary.embedder else "vectors from the chunk file"
-    return (f"indexed {summary.indexed} chunks into {where} ({embedder}); {summary.failed} "
-            "failed" + (f" (see {failures})" if failures and summary.failed else "")
+    return (f"indexed into {where} ({embedder}): {summary.added} added, {summary.updated} "
+            f"updated, {summary.unchanged} unchanged, {summary.deleted} deleted, "
+            f"{summary.failed} failed"
+            + (f" (see {failures})" if failures and summary.failed else "")
+            + f"; {summary.texts_embedded} texts embedded; {summary.seconds:.1f} s"
             + (f"\n{summary.note}" if summary.note else ""))
+
+
+def _store_name(settings: Settings) -> str:
+    if settings.search.backend == "elasticsearch":
+        return f"Elasticsearch index {settings.search.elasticsearch.index}"
+    return settings.search.embedded.path
+
+
+def _write_json(path: str, document: Mapping[str, object]) -> None:
+    Path(path).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
 
 
 def run_command(args: argparse.Namespace, beam_args: Sequence[str],
@@ -53,8 +71,7 @@ def run_command(args: argparse.Namespace, beam_args: Sequence[str],
                         "--dead-letter": io.dead_letters, "--summary": args.summary})
     summary = run(settings, io, beam_args=beam_args)
     if args.summary:
-        Path(args.summary).write_text(json.dumps(summary.to_dict(), indent=1) + "\n",
-                                      encoding="utf-8")
+        _write_json(args.summary, summary.to_dict())
     print("\n".join(summary.lines()))
     print(f"results: {args.out}\ndead letters: {io.dead_letters}\n"
           f"manifest: {io.manifest}")

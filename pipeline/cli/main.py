@@ -33,6 +33,13 @@ def _parser() -> argparse.ArgumentParser:
     index.add_argument("--failures", help="JSONL of the chunks that failed to index")
     index.add_argument("--follow-symlinks", action="store_true",
                        help="index documents that links in --docs lead to outside it")
+    index.add_argument("--cleanup", choices=("none", "incremental", "full"),
+                       default="incremental",
+                       help="which stale chunks to delete: none; incremental (default): those "
+                       "of the documents in the input; full: also every document absent from it")
+    index.add_argument("--rebuild", action="store_true",
+                       help="re-embed and rewrite every chunk (needed to change the embedder)")
+    index.add_argument("--summary", help="also write the counts as JSON to this file")
 
     run = command("run", "answer queries; extra arguments are Beam pipeline options")
     run.add_argument("--queries", required=True, help="queries: a JSONL or Parquet file")

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from functools import partial
+from pathlib import Path
 
 from connectors.chunk_writer_port import ChunkTarget
 from connectors.elasticsearch.port import ElasticsearchPort
 from connectors.elasticsearch.target import ElasticsearchTarget
 from connectors.embedded.store import EmbeddedStore
+from connectors.embedded.versions import VersionLease
 from connectors.embedded.writer import EmbeddedStoreTarget
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo, EmbedderPort
 from connectors.embedders import hashing, sentence_transformer
@@ -43,6 +47,28 @@ def port_factory_for(settings: Settings) -> PortFactory:
     if backend == "elasticsearch":
         return partial(ElasticsearchPort.open, settings.search.elasticsearch, counters.count)
     raise ConfigError("search.backend", backend, "is not a known backend")
+
+
+@contextlib.contextmanager
+def pinned_port_factory(settings: Settings) -> Iterator[tuple[PortFactory, Path | None]]:
+    """The configured port's factory, bound for the block to the store as it is now: for the
+    embedded store, to its current version, held (see `VersionLease`) until the block ends,
+    so that every worker of a run reads that one version whatever `index` commits meanwhile.
+    Yields the factory and the version's folder (None for Elasticsearch).
+
+    Raises:
+        StoreNotFoundError: no embedded store at `search.embedded.path`.
+    """
+    if settings.search.backend != "embedded":
+        yield port_factory_for(settings), None
+        return
+    embedded = settings.search.embedded
+    lease = VersionLease.take(Path(embedded.path))
+    try:
+        yield partial(EmbeddedStore.open, str(lease.folder), embedded.index,
+                      embedded.hnsw), lease.folder
+    finally:
+        lease.release()
 
 
 def chunk_target_for(settings: Settings) -> ChunkTarget:

@@ -1,8 +1,10 @@
-"""The one ingestion job, for every backend: read -> (chunk -> embed) -> write, on Beam."""
+"""The one ingestion job, for every backend, on Beam: read -> (chunk) -> fingerprint -> plan
+against the store's catalog -> (embed) -> write the new and changed chunks, delete the stale."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +12,6 @@ from pathlib import Path
 import apache_beam as beam
 from apache_beam.transforms.error_handling import CollectingErrorHandler, ErrorHandler
 
-from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import ChunkTarget
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo
 from connectors.errors import InvalidInputError
@@ -23,6 +24,14 @@ from pipeline.config.backends import (
 from pipeline.config.beam_options import pipeline_options
 from pipeline.config.settings import Settings
 from pipeline.ingest.documents import document_paths
+from pipeline.ingest.plan import (
+    Cleanup,
+    Pending,
+    PlanChunks,
+    Planned,
+    pending_document_chunk,
+    pending_record,
+)
 from pipeline.ingest.sources import first_dimension, parse_chunk_line
 from pipeline.ingest.transforms import (
     FAILED,
@@ -30,8 +39,10 @@ from pipeline.ingest.transforms import (
     EmbedChunks,
     Failure,
     ParseChunkLines,
+    ToWrite,
     WriteChunks,
     internal_failures,
+    record_to_write,
 )
 from pipeline.io.line_blocks import ReadNumberedLines, read_numbered_lines
 from pipeline.io.local_paths import check_distinct, check_input_file, check_output_file
@@ -39,30 +50,66 @@ from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
 from stages import counters
 from stages.shared_embedder import SharedEmbedder
 
-Records = tuple[beam.PCollection[ChunkRecord], list[beam.PCollection[Failure]]]
-"""The records to write, and the failures of the steps that made them."""
+Inputs = tuple[beam.PCollection[Pending], list[beam.PCollection[Failure]]]
+"""The input chunks, fingerprinted, and the failures of the steps that made them."""
 
 
 @dataclass(frozen=True)
 class IndexSummary:
-    indexed: int
+    """What an `index` did: chunks added, updated, left unchanged, deleted and failed, texts
+    embedded, seconds; whether the store is new, the embedder, and a line worth reporting."""
+
+    added: int
+    updated: int
+    unchanged: int
+    deleted: int
     failed: int
+    texts_embedded: int
+    seconds: float
     created: bool
     embedder: EmbedderInfo | None
     note: str | None = None
+
+    @property
+    def indexed(self) -> int:
+        """Chunks written (added or updated)."""
+        return self.added + self.updated
+
+    @classmethod
+    def of(cls, totals: dict[str, int], seconds: float, created: bool,
+           embedder: EmbedderInfo | None, note: str | None) -> IndexSummary:
+        added, updated, unchanged, deleted, failed, embedded = (
+            totals.get(name, 0) for name in counters.INDEX_SUMMARY)
+        return cls(added, updated, unchanged, deleted, failed, embedded, seconds, created,
+                   embedder, note)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged,
+                "deleted": self.deleted, "failed": self.failed,
+                "texts_embedded": self.texts_embedded, "seconds": round(self.seconds, 3),
+                "created": self.created,
+                "embedder": self.embedder.to_dict() if self.embedder else None}
 
 
 def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None = None,
               failures_path: str | None = None, beam_args: Sequence[str] = (),
               target: ChunkTarget | None = None,
               embedder_factory: EmbedderFactory | None = None,
-              follow_symlinks: bool = False) -> IndexSummary:
-    """Indexes chunk records (`chunks`) or a folder of documents (`docs`) into the configured
-    store, on whatever runner `beam_args` name, then commits; a failed job commits nothing.
+              follow_symlinks: bool = False, cleanup: Cleanup = "incremental",
+              rebuild: bool = False) -> IndexSummary:
+    """Brings the configured store to chunk records (`chunks`) or a folder of documents
+    (`docs`), on whatever runner `beam_args` name, then commits; a failed job commits nothing.
 
-    Chunks that fail (a bad line, a text that cannot be embedded, a write the store refused)
-    are counted, logged, written to `failures_path` when given, and the rest is committed.
+    Only new and changed chunks are embedded and written; `cleanup` says which stale chunks
+    are deleted (see `plan.CLEANUP_MODES`); `rebuild` re-embeds and rewrites everything (the
+    only way to change the store's embedder). Chunks that fail (a bad line, a text that cannot
+    be embedded, a write the store refused) are counted, logged, written to `failures_path`
+    when given, and the rest is committed.
+
+    Raises:
+        EmbedderChangedError: the store holds chunks of another embedder, without `rebuild`.
     """
+    started = time.monotonic()
     options = pipeline_options(beam_args)
     if chunks is not None:
         check_input_file("--chunks", chunks)
@@ -76,21 +123,33 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
         embedder = embedder_factory().info if embedder_factory else embedder_info(settings.embedder)
     embedder_factory = embedder_factory or embedder_factory_for(settings)
     dimension = embedder.dimension if embedder is not None else first_dimension(chunks or "")
-    created = target.prepare(dimension, embedder)
+    created = target.prepare(dimension, embedder, rebuild)
     try:
         pipeline, errors = beam.Pipeline(options=options), CollectingErrorHandler()
         if docs is not None:
-            records, failed = _document_records(
-                pipeline, settings, str(Path(docs)), paths,
-                SharedEmbedder(embedder_factory, embedder_tag(settings)), errors, follow_symlinks)
+            assert embedder is not None
+            pending, failed = _document_chunks(pipeline, settings, str(Path(docs)), paths,
+                                               embedder, errors, follow_symlinks)
         else:
-            records, failed = _chunk_file_records(pipeline, str(chunks), dimension, errors)
-        written = records | "Write" >> WriteChunks(
-            target, settings.search.elasticsearch.bulk_chunk_size).with_error_handler(errors)
+            pending, failed = _chunk_file_records(pipeline, str(chunks), dimension, errors)
+        catalog = (pipeline
+                   | "Store" >> beam.Create([target])
+                   | "Catalog" >> beam.FlatMap(lambda store: store.catalog())
+                   | "SpreadCatalog" >> beam.Reshuffle())
+        plan = pending | "Plan" >> PlanChunks(catalog, cleanup, rebuild)
+        if docs is not None:
+            to_write, embed_failed = _embedded(plan.writes, settings, embedder_factory, errors)
+            failed.append(embed_failed)
+        else:
+            to_write = plan.writes | "Records" >> beam.Map(record_to_write)
+        batch = settings.search.elasticsearch.bulk_chunk_size
+        written = to_write | "Write" >> WriteChunks(target, batch).with_error_handler(errors)
+        deleted = plan.deletes | "Delete" >> WriteChunks(target, batch, delete=True
+                                                         ).with_error_handler(errors)
         errors.close()
         internal = errors.output() | "InternalFailures" >> beam.FlatMap(internal_failures, chunks)
         if failures_path:
-            _write_failures((*failed, written, internal), failures_path)
+            _write_failures((*failed, written, deleted, internal), failures_path)
         result = pipeline.run()
         result.wait_until_finish()
         totals = counters.totals(result)
@@ -104,8 +163,7 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
     except BaseException:
         target.abort()
         raise
-    return IndexSummary(totals.get(counters.CHUNKS_INDEXED, 0),
-                        totals.get(counters.CHUNK_INDEX_FAILURES, 0), created, embedder, note)
+    return IndexSummary.of(totals, time.monotonic() - started, created, embedder, note)
 
 
 def _lines_with_id(chunks: str, record_id: str) -> list[str]:
@@ -120,31 +178,41 @@ def _lines_with_id(chunks: str, record_id: str) -> list[str]:
     return found
 
 
-def _document_records(pipeline: beam.Pipeline, settings: Settings, root: str, paths: list[str],
-                      embedder: SharedEmbedder, errors: ErrorHandler, follow_symlinks: bool
-                      ) -> Records:
-    """Documents -> chunks -> Embed, in batches of `embedder.batch-size`."""
-    max_chars, batch = settings.chunking.max_chars, settings.embedder.batch_size
+def _document_chunks(pipeline: beam.Pipeline, settings: Settings, root: str,
+                     paths: list[str], embedder: EmbedderInfo, errors: ErrorHandler,
+                     follow_symlinks: bool) -> Inputs:
+    """Documents -> chunks, fingerprinted as `embedder` will embed them."""
     chunked = (pipeline
                | "Documents" >> beam.Create(paths)
-               | "Chunk" >> beam.ParDo(ChunkDocuments(root, max_chars, follow_symlinks)
+               | "Chunk" >> beam.ParDo(ChunkDocuments(root, settings.chunking.max_chars,
+                                                      follow_symlinks)
                                        ).with_outputs(FAILED, main="chunks")
                .with_exception_handling(error_handler=errors))
-    embedded = (chunked.chunks
+    pending = chunked.chunks | "Fingerprint" >> beam.Map(pending_document_chunk, embedder)
+    return pending, [chunked[FAILED]]
+
+
+def _embedded(writes: beam.PCollection[Planned], settings: Settings,
+              embedder_factory: EmbedderFactory, errors: ErrorHandler
+              ) -> tuple[beam.PCollection[ToWrite], beam.PCollection[Failure]]:
+    """The chunks to write, embedded in batches of `embedder.batch-size` by the shared model."""
+    batch = settings.embedder.batch_size
+    embedder = SharedEmbedder(embedder_factory, embedder_tag(settings))
+    embedded = (writes
                 | "Batch" >> beam.BatchElements(min_batch_size=batch, max_batch_size=batch)
                 | "Embed" >> beam.ParDo(EmbedChunks(embedder)).with_outputs(
                     FAILED, main="records").with_exception_handling(error_handler=errors))
-    return embedded.records, [chunked[FAILED], embedded[FAILED]]
+    return embedded.records, embedded[FAILED]
 
 
 def _chunk_file_records(pipeline: beam.Pipeline, path: str, dimension: int,
-                        errors: ErrorHandler) -> Records:
-    """Chunk-record lines -> parsed records of `dimension`."""
+                        errors: ErrorHandler) -> Inputs:
+    """Chunk-record lines -> parsed records of `dimension`, fingerprinted with their vectors."""
     parsed = (pipeline
               | "Lines" >> ReadNumberedLines(path)
               | "Parse" >> beam.ParDo(ParseChunkLines(path, dimension)).with_outputs(
                   FAILED, main="records").with_exception_handling(error_handler=errors))
-    return parsed.records, [parsed[FAILED]]
+    return parsed.records | "Fingerprint" >> beam.Map(pending_record), [parsed[FAILED]]
 
 
 def _write_failures(failures: tuple[beam.PCollection[Failure], ...], path: str) -> None:

@@ -1,9 +1,11 @@
-"""The ingestion steps: parse chunk lines, embed document chunks, write through a ChunkTarget."""
+"""The ingestion steps: parse chunk lines, embed document chunks, write and delete through a
+ChunkTarget."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from typing import cast
 
 import apache_beam as beam
 from apache_beam import pvalue
@@ -19,6 +21,7 @@ from connectors.errors import (
     redact,
 )
 from pipeline.ingest.documents import DocumentChunk, chunks_of
+from pipeline.ingest.plan import Pending, Planned
 from pipeline.ingest.sources import parse_chunk_line
 from pipeline.io.records import NumberedLine
 from stages import counters
@@ -29,6 +32,8 @@ from stages.shared_embedder import SharedEmbedder, embed_texts
 FAILED = "failed"
 Failure = tuple[str, str]
 """(chunk id or file:line, reason)."""
+ToWrite = tuple[ChunkRecord, bool]
+"""A chunk record to write, and whether it replaces one the store holds."""
 _log = logging.getLogger(__name__)
 
 
@@ -52,8 +57,13 @@ def _places(element: object, chunks_path: str | None) -> Iterator[str]:
     if isinstance(element, list):
         for item in element:
             yield from _places(item, chunks_path)
-    elif isinstance(element, ChunkRecord):
+    elif isinstance(element, ChunkRecord | Pending):
         yield element.id
+    elif isinstance(element, Planned):
+        yield element.pending.id
+    elif isinstance(element, tuple) and len(element) == 2 and isinstance(element[0],
+                                                                         ChunkRecord):
+        yield element[0].id  # a record to write
     elif isinstance(element, tuple) and len(element) == 3:  # a document's chunk
         yield chunk_key(str(element[0]), int(element[1]))
     elif isinstance(element, tuple) and len(element) == 2:  # a numbered chunk line
@@ -99,25 +109,30 @@ class ChunkDocuments(beam.DoFn):
 
 
 class EmbedChunks(beam.DoFn):
-    """A batch of document chunks -> chunk records with evidence-key ids and identity
+    """A batch of planned document chunks -> chunk records with evidence-key ids and identity
     metadata, embedded with the shared model (document prefix) in one call."""
 
     def __init__(self, embedder: SharedEmbedder) -> None:
         self._embedder = embedder
 
-    def process(self, batch: Sequence[DocumentChunk]
-                ) -> Iterator[ChunkRecord | pvalue.TaggedOutput]:
+    def process(self, batch: Sequence[Planned]) -> Iterator[ToWrite | pvalue.TaggedOutput]:
+        chunks = [cast(DocumentChunk, planned.pending.chunk) for planned in batch]
         try:
-            vectors = embed_texts(self._embedder.acquire(), [t for _, _, t in batch], "document")
+            vectors = embed_texts(self._embedder.acquire(), [t for _, _, t in chunks],
+                                  "document")
         except RagEvidenceError as error:
             vectors = [error] * len(batch)
-        for (doc_id, index, text), vector in zip(batch, vectors, strict=True):
-            key = chunk_key(doc_id, index)
+        for planned, (doc_id, index, text), vector in zip(batch, chunks, vectors, strict=True):
             if isinstance(vector, RagEvidenceError):
-                yield _failed(key, str(vector))
+                yield _failed(planned.pending.id, str(vector))
                 continue
-            yield ChunkRecord(id=key, vector=vector, content=text,
-                              metadata=identity_metadata(doc_id, index))
+            yield (ChunkRecord(id=planned.pending.id, vector=vector, content=text,
+                               metadata=identity_metadata(doc_id, index)), planned.replaces)
+
+
+def record_to_write(planned: Planned) -> ToWrite:
+    """A planned chunk record (it carries its vector: nothing to embed)."""
+    return cast(ChunkRecord, planned.pending.chunk), planned.replaces
 
 
 class _WriteDoFn(OwningDoFn[ChunkWriter]):
@@ -126,29 +141,42 @@ class _WriteDoFn(OwningDoFn[ChunkWriter]):
     def __init__(self, target: ChunkTarget) -> None:
         super().__init__(target.open_writer)
 
-    def process(self, batch: Sequence[ChunkRecord]) -> Iterator[pvalue.TaggedOutput]:
-        report = self.owned().write(batch)
-        counters.count(counters.CHUNKS_INDEXED, report.indexed)
+    def process(self, batch: Sequence[ToWrite]) -> Iterator[pvalue.TaggedOutput]:
+        report = self.owned().write([record for record, _ in batch])
+        failed = {chunk_id for chunk_id, _ in report.failures}
+        for record, replaces in batch:
+            if record.id not in failed:
+                counters.count(counters.CHUNKS_UPDATED if replaces else counters.CHUNKS_ADDED)
         for chunk_id, reason in report.failures:
             yield _failed(chunk_id, reason)
 
 
+class _DeleteDoFn(_WriteDoFn):
+    def process(self, batch: Sequence[str]) -> Iterator[pvalue.TaggedOutput]:  # type: ignore[override]
+        report = self.owned().delete(batch)
+        counters.count(counters.CHUNKS_DELETED, report.indexed)
+        for chunk_id, reason in report.failures:
+            yield _failed(chunk_id, f"was not deleted: {reason}")
+
+
 class WriteChunks(HandlesErrors,
-                  beam.PTransform[beam.PCollection[ChunkRecord], beam.PCollection[Failure]]):
-    """Writes chunk records through the target's writers, `batch_size` per call; outputs
-    (id, reason) of each chunk that was not written.
+                  beam.PTransform[beam.PCollection[ToWrite], beam.PCollection[Failure]]):
+    """Writes chunk records through the target's writers (with `delete`: deletes chunk ids),
+    `batch_size` per call; outputs (id, reason) of each chunk that was not written (deleted),
+    and counts the chunks added, updated (deleted).
 
     >>> failures = records | WriteChunks(EmbeddedStoreTarget("data/store"))  # doctest: +SKIP
     """
 
-    def __init__(self, target: ChunkTarget, batch_size: int = 500) -> None:
+    def __init__(self, target: ChunkTarget, batch_size: int = 500, delete: bool = False) -> None:
         super().__init__()
         self._target = target
         self._batch_size = batch_size
+        self._step = (_DeleteDoFn if delete else _WriteDoFn)(target)
 
-    def expand(self, records: beam.PCollection[ChunkRecord]) -> beam.PCollection[Failure]:
-        return (records
+    def expand(self, items: beam.PCollection[ToWrite]) -> beam.PCollection[Failure]:
+        return (items
                 | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
                                                 max_batch_size=self._batch_size)
-                | "Write" >> self._guarded(beam.ParDo(_WriteDoFn(self._target)).with_outputs(
+                | "Write" >> self._guarded(beam.ParDo(self._step).with_outputs(
                     FAILED, main="written")))[FAILED]

@@ -7,12 +7,13 @@ import logging
 import time
 from collections.abc import Sequence
 from functools import partial
+from pathlib import Path
 
 import apache_beam as beam
 
 from connectors.embedder_port import EmbedderFactory
 from connectors.search_port import PortFactory
-from pipeline.config.backends import embedder_factory_for, embedder_info, port_factory_for
+from pipeline.config.backends import embedder_factory_for, embedder_info, pinned_port_factory
 from pipeline.config.beam_options import pipeline_options
 from pipeline.config.settings import Settings
 from pipeline.io.run_io import RunIO
@@ -42,9 +43,17 @@ def run(settings: Settings, io: RunIO, *, beam_args: Sequence[str] = (),
         port_factory: PortFactory | None = None,
         embedder_factory: EmbedderFactory | None = None) -> RunSummary:
     """Checks the files (see `RunIO.check`), the backend and the embedder (see `preflight`),
-    then builds, runs and waits."""
+    then builds, runs and waits. The run reads the embedded store's version that is current
+    when it starts, from start to end."""
     io.check()
-    port_factory = port_factory or port_factory_for(settings)
+    if port_factory is not None:
+        return _run(settings, io, beam_args, port_factory, embedder_factory, None)
+    with pinned_port_factory(settings) as (pinned, version):
+        return _run(settings, io, beam_args, pinned, embedder_factory, version)
+
+
+def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: PortFactory,
+         embedder_factory: EmbedderFactory | None, version: Path | None) -> RunSummary:
     describe = None if embedder_factory else partial(embedder_info, settings.embedder)
     embedder_factory = embedder_factory or embedder_factory_for(settings)
     options = pipeline_options(beam_args)
@@ -63,7 +72,7 @@ def run(settings: Settings, io: RunIO, *, beam_args: Sequence[str] = (),
         result.wait_until_finish()
         summary = summarize(result, time.monotonic() - started, io.counts)
         write_manifest(io.manifest,
-                       run_manifest(settings, io, summary, options, began, _now()))
+                       run_manifest(settings, io, summary, options, began, _now(), version))
         return summary
 
 

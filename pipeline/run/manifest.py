@@ -16,6 +16,7 @@ from typing import Any
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from connectors.embedded.layout import MANIFEST_FILE
+from connectors.embedded.versions import current_version
 from connectors.errors import redact
 from pipeline.config.settings import Settings
 from pipeline.io.line_blocks import read_numbered_lines
@@ -41,14 +42,15 @@ def write_manifest(path: str, document: dict[str, Any]) -> None:
 
 
 def run_manifest(settings: Settings, io: RunIO, summary: RunSummary, options: PipelineOptions,
-                 started: datetime.datetime, ended: datetime.datetime) -> dict[str, Any]:
+                 started: datetime.datetime, ended: datetime.datetime,
+                 version: Path | None = None) -> dict[str, Any]:
     """The manifest of a finished run (no secret: settings hold where secrets are, never
-    secrets, and hosts are redacted)."""
+    secrets, and hosts are redacted); `version` is the embedded store's version it read."""
     return {
         "rag_evidence": _version(),
         "runner": str(options.view_as(StandardOptions).runner or "DirectRunner"),
         "settings_sha256": hashlib.sha256(settings.model_dump_json().encode()).hexdigest(),
-        "store": _store(settings),
+        "store": _store(settings, version),
         "queries": {**_file(io.queries.path, digest=False),
                     "records": summary.counts.get("queries")},
         "results": _file(io.results.location) if is_local(io.results.location) else {
@@ -76,14 +78,16 @@ def _version() -> str:
         return "unknown"
 
 
-def _store(settings: Settings) -> dict[str, Any]:
+def _store(settings: Settings, version: Path | None) -> dict[str, Any]:
     search = settings.search
     if search.backend == "elasticsearch":
         es = search.elasticsearch
         return {"backend": "elasticsearch", "hosts": [redact(h) for h in es.hosts],
                 "index": es.index, "embedder": settings.embedder.model_dump(by_alias=True)}
-    manifest = Path(search.embedded.path) / MANIFEST_FILE
-    described: dict[str, Any] = {"backend": "embedded", "path": search.embedded.path}
+    folder = version or current_version(Path(search.embedded.path))
+    manifest = folder / MANIFEST_FILE
+    described: dict[str, Any] = {"backend": "embedded", "path": search.embedded.path,
+                                 "version": folder.name}
     if manifest.is_file():
         text = manifest.read_bytes()
         described |= {"manifest": json.loads(text),

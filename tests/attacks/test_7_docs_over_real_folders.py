@@ -14,13 +14,14 @@ from pipeline.ingest.job import run_index
 
 
 def _index(tmp_path: Path, docs: Path, follow: bool = False) -> tuple[int, dict[str, str]]:
+    """Chunks in the store after indexing `docs`, and the failures by file name."""
     settings = load_settings(overrides=[f"search.embedded.path={tmp_path / 'store'}",
                                         "embedder.dim=32"])
     failures = tmp_path / "failures.jsonl"
     summary = run_index(settings, docs=str(docs), failures_path=str(failures),
                         follow_symlinks=follow)
     found = [json.loads(x) for x in failures.read_text().splitlines()]
-    return summary.indexed, {Path(f["id"]).name: f["error"] for f in found}
+    return summary.indexed + summary.unchanged, {Path(f["id"]).name: f["error"] for f in found}
 
 
 @pytest.fixture

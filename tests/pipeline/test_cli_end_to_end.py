@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from connectors.embedded.versions import current_version
 from pipeline.cli.main import main
 from tests.builders import unit_vectors
 from tests.pipeline.cli_runs import DIM, lines_of, run_cli
@@ -114,7 +115,7 @@ def test_index_from_documents_uses_relative_paths_as_doc_ids(tmp_path: Path) -> 
         )
         == 0
     )
-    records = lines_of(store / "records.jsonl")
+    records = lines_of(current_version(store) / "records.jsonl")
     assert records[0]["id"] == "guide/intro.md#chunk-0"
     assert [r["metadata"]["chunkIndex"] for r in records] == list(range(len(records)))
     assert all(len(r["content"]) <= 200 for r in records)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from connectors.embedded.store import EmbeddedStore
+from connectors.embedded.versions import current_version
 from connectors.search_port import KnowledgeSearchPort
 from pipeline.cli.main import main
 from pipeline.config.loader import load_settings
@@ -38,6 +39,8 @@ def test_a_run_writes_a_manifest_that_matches_its_files(store_config: Path,
     assert manifest["dead_letters"]["by_stage"] == {"parse": 1}
     assert manifest["store"]["backend"] == "embedded"
     assert manifest["store"]["manifest"]["count"] == 40
+    store = Path(manifest["store"]["path"])
+    assert manifest["store"]["version"] == current_version(store).name  # the one it read
     assert manifest["queries"]["records"] == 2 and manifest["runner"] == "DirectRunner"
     assert manifest["started"] <= manifest["ended"]
     summary = json.loads((tmp_path / "summary.json").read_text())

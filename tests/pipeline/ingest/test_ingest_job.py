@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from connectors.embedded.layout import Manifest
+from connectors.embedded.layout import RECORDS_FILE, Manifest
 from connectors.embedded.store import EmbeddedStore
-from connectors.embedder_port import Purpose
-from connectors.embedders.hashing import HashingEmbedder
+from connectors.embedded.versions import current_version
 from connectors.errors import InvalidInputError
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
 from pipeline.ingest.job import run_index
-from tests.builders import chunk_records, unit_vectors
+from tests.builders import FailingEmbedder, chunk_records, unit_vectors
 
 
 def _docs(root: Path, topics: dict[str, str]) -> Path:
@@ -39,10 +36,11 @@ def test_documents_are_chunked_embedded_and_the_embedder_recorded(tmp_path: Path
                                      "a.md": "First document about json."})
     summary = run_index(_settings(tmp_path / "store"), docs=str(docs))
     assert (summary.indexed, summary.failed, summary.created) == (3, 0, True)
-    manifest = Manifest.read(tmp_path / "store")
+    manifest = Manifest.read(current_version(tmp_path / "store"))
     assert manifest.embedder is not None and manifest.embedder.kind == "hashing"
     assert manifest.embedder.dimension == 32 and manifest.lexical
-    records = [json.loads(x) for x in (tmp_path / "store/records.jsonl").read_text().splitlines()]
+    lines = (current_version(tmp_path / "store") / RECORDS_FILE).read_text().splitlines()
+    records = [json.loads(x) for x in lines]
     assert [r["id"] for r in records] == ["a.md#chunk-0", "b.md#chunk-0", "b.md#chunk-1"]
     assert records[2]["metadata"] == {"docId": "b.md", "chunkIndex": 1, "source": "b.md"}
 
@@ -52,7 +50,7 @@ def test_rows_are_in_natural_id_order_whatever_the_workers_order(tmp_path: Path)
                                                          for i in range(12))})
     run_index(_settings(tmp_path / "store"), docs=str(docs),
               beam_args=["--direct_num_workers=2", "--direct_running_mode=multi_threading"])
-    lines = (tmp_path / "store/records.jsonl").read_text().splitlines()
+    lines = (current_version(tmp_path / "store") / RECORDS_FILE).read_text().splitlines()
     ids = [json.loads(line)["id"] for line in lines]
     assert ids == [f"a.md#chunk-{i}" for i in range(12)]
 
@@ -65,7 +63,7 @@ def test_a_failed_index_leaves_the_old_store_working(tmp_path: Path) -> None:
     chunks.write_text(f"{record}\n{record}\n")
     with pytest.raises(InvalidInputError, match=rf"doc0#chunk-0.*appears twice, at {chunks}:1, "
                                                 rf"{chunks}:2"):
-        run_index(_settings(store), chunks=str(chunks))
+        run_index(_settings(store), chunks=str(chunks), rebuild=True)
     reopened = EmbeddedStore.open(store)
     assert len(reopened) == 1
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".store")]
@@ -98,7 +96,7 @@ def test_bad_chunk_lines_are_failures_by_file_and_line_and_the_rest_is_indexed(
     good = [r.model_dump_json() for r in chunk_records(unit_vectors(2, dim=4))]
     chunks, failure = _index_with_one_failure(tmp_path, [good[0], "not json", good[1]])
     assert failure["id"] == f"{chunks}:2"
-    assert Manifest.read(tmp_path / "store").embedder is None
+    assert Manifest.read(current_version(tmp_path / "store")).embedder is None
 
 
 def test_a_chunk_of_another_dimension_fails_alone_naming_both_sizes(tmp_path: Path) -> None:
@@ -109,15 +107,6 @@ def test_a_chunk_of_another_dimension_fails_alone_naming_both_sizes(tmp_path: Pa
     assert "vector of 'odd#chunk-0' has 3 dimensions but the store expects 4" in failure["error"]
 
 
-class _FailingEmbedder(HashingEmbedder):
-    """The port's own embedder, failing as no embedder should on a text holding `boom`."""
-
-    def embed(self, texts: Sequence[str], purpose: Purpose = "query") -> np.ndarray:
-        if any("boom" in text for text in texts):
-            raise RuntimeError("the model fell over")
-        return super().embed(texts, purpose)
-
-
 def test_an_unexpected_error_is_the_failure_of_its_chunks_and_the_rest_is_indexed(
         tmp_path: Path) -> None:
     docs = _docs(tmp_path / "docs", {"a.md": "Reading files.", "b.md": "boom goes the model.",
@@ -125,7 +114,7 @@ def test_an_unexpected_error_is_the_failure_of_its_chunks_and_the_rest_is_indexe
     failures = tmp_path / "failures.jsonl"
     summary = run_index(_settings(tmp_path / "store", "embedder.batch-size=1"), docs=str(docs),
                         failures_path=str(failures),
-                        embedder_factory=partial(_FailingEmbedder, 32))
+                        embedder_factory=partial(FailingEmbedder, 32))
     assert (summary.indexed, summary.failed) == (2, 1)
     (failure,) = [json.loads(x) for x in failures.read_text().splitlines()]
     assert failure["id"] == "b.md#chunk-0"

@@ -1,0 +1,128 @@
+"""What an `index` does with each chunk, by comparing its input with what the store holds: write
+the new and changed ones, leave the unchanged ones, delete the stale ones (by the cleanup mode).
+
+Two keyed joins, the Beam way, so that neither side is ever held whole in one place: by chunk
+id (input against store: new, changed, unchanged, or stored only), then, for incremental
+cleanup, the stored-only chunks by document against the documents of the input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Literal, NamedTuple
+
+import apache_beam as beam
+from apache_beam import pvalue
+
+from connectors.chunk_fingerprint import chunk_fingerprint
+from connectors.chunk_identity import chunk_key, document_of, identity_metadata
+from connectors.chunk_record import ChunkRecord
+from connectors.chunk_writer_port import StoredChunk
+from connectors.embedder_port import EmbedderInfo
+from pipeline.ingest.documents import DocumentChunk
+from stages import counters
+
+Cleanup = Literal["none", "incremental", "full"]
+CLEANUP_MODES: tuple[Cleanup, ...] = ("none", "incremental", "full")
+"""LangChain's indexing modes: `none` only adds and updates; `incremental` also deletes the
+stale chunks of every document in the input; `full` also deletes the documents absent from it."""
+
+_STORED_ONLY = "stored_only"
+
+
+class Pending(NamedTuple):
+    """An input chunk before it is embedded: its id, document, fingerprint, and what it is
+    made from (a document's chunk, or a chunk record carrying its vector)."""
+
+    id: str
+    doc: str
+    fingerprint: str
+    chunk: DocumentChunk | ChunkRecord
+
+
+class Planned(NamedTuple):
+    """An input chunk to write, and whether it replaces one the store holds."""
+
+    pending: Pending
+    replaces: bool
+
+
+def pending_document_chunk(chunk: DocumentChunk, embedder: EmbedderInfo) -> Pending:
+    """A document's chunk, fingerprinted as it will be embedded (see `chunk_fingerprint`)."""
+    doc_id, index, text = chunk
+    return Pending(chunk_key(doc_id, index), doc_id,
+                   chunk_fingerprint(text, identity_metadata(doc_id, index), embedder), chunk)
+
+
+def pending_record(record: ChunkRecord) -> Pending:
+    """A chunk record, fingerprinted with its own vector."""
+    return Pending(record.id, document_of(record.id, record.metadata),
+                   chunk_fingerprint(record.content, record.metadata, None, record.vector),
+                   record)
+
+
+def classify(chunk_id: str, pending: Iterable[Pending], stored: Iterable[StoredChunk],
+             rebuild: bool = False) -> Iterator[Planned | pvalue.TaggedOutput]:
+    """One chunk id's input against the store: write it when new or changed (or with
+    `rebuild`), count it when unchanged; a chunk the store holds and the input does not is
+    tagged `stored_only` as (its document, its id). Two inputs of one id are both written:
+    the store refuses them, naming both."""
+    inputs, held = list(pending), list(stored)
+    if not inputs:
+        yield pvalue.TaggedOutput(_STORED_ONLY, (held[0].doc, chunk_id))
+        return
+    if (len(inputs) == 1 and held and held[0].fingerprint == inputs[0].fingerprint
+            and not rebuild):
+        counters.count(counters.CHUNKS_UNCHANGED)
+        return
+    for item in inputs:
+        yield Planned(item, bool(held))
+
+
+def stale_of_present_documents(doc: str, joined: dict[str, list[object]]) -> Iterator[str]:
+    """The stored-only chunk ids of document `doc`, when the input holds that document."""
+    if joined["input"]:
+        yield from (str(chunk_id) for chunk_id in joined["stored_only"])
+
+
+class PlanOutputs(NamedTuple):
+    writes: beam.PCollection[Planned]
+    deletes: beam.PCollection[str]
+
+
+class PlanChunks(beam.PTransform[beam.PCollection[Pending], PlanOutputs]):
+    """Pending input chunks + the store's catalog -> the chunks to write and the ids to delete
+    (see `classify` and `CLEANUP_MODES`; `rebuild` rewrites every input chunk and cleans up as
+    `full`).
+
+    >>> plan = pending | PlanChunks(catalog, "incremental")  # doctest: +SKIP
+    """
+
+    def __init__(self, catalog: beam.PCollection[StoredChunk], cleanup: Cleanup,
+                 rebuild: bool = False) -> None:
+        super().__init__()
+        self._catalog, self._cleanup, self._rebuild = catalog, cleanup, rebuild
+
+    def expand(self, pending: beam.PCollection[Pending]) -> PlanOutputs:
+        joined = ({"input": pending | "InputById" >> beam.Map(lambda p: (p.id, p)),
+                   "stored": self._catalog | "StoredById" >> beam.Map(lambda s: (s.id, s))}
+                  | "JoinById" >> beam.CoGroupByKey()
+                  | "Classify" >> beam.FlatMap(
+                      lambda kv, rebuild: classify(kv[0], kv[1]["input"], kv[1]["stored"],
+                                                   rebuild), self._rebuild)
+                  .with_outputs(_STORED_ONLY, main="writes"))
+        stored_only = joined[_STORED_ONLY]
+        cleanup = "full" if self._rebuild else self._cleanup
+        if cleanup == "full":
+            deletes = stored_only | "AllStale" >> beam.MapTuple(
+                lambda _, chunk_id: chunk_id).with_output_types(str)
+        elif cleanup == "incremental":
+            deletes = ({"input": pending | "InputDocs" >> beam.Map(lambda p: (p.doc, None)),
+                        "stored_only": stored_only}
+                       | "JoinByDocument" >> beam.CoGroupByKey()
+                       | "StaleOfInputDocs" >> beam.FlatMapTuple(
+                           stale_of_present_documents).with_output_types(str))
+        else:
+            deletes = stored_only | "KeepStale" >> beam.FlatMap(
+                lambda _: ()).with_output_types(str)
+        return PlanOutputs(joined.writes, deletes)
