@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
 import bm25s
 import numpy as np
+
+# bm25s sets its own logger to DEBUG when imported, over whatever the application chose:
+# let it inherit the application's levels again.
+logging.getLogger("bm25s").setLevel(logging.NOTSET)
 
 STOPWORDS = "en"
 

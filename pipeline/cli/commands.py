@@ -64,7 +64,7 @@ def run_command(args: argparse.Namespace, beam_args: Sequence[str],
                 environ: Mapping[str, str]) -> int:
     settings = _settings(args, environ)
     io = RunIO.parse(args.queries, args.out, args.dead_letter, settings.search.elasticsearch,
-                     args.previous)
+                     args.previous, args.snapshot)
     if args.summary:
         check_output_file("--summary", args.summary)
         check_distinct({"--queries": args.queries, "--out": args.out,

@@ -49,6 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--summary", help="also write the summary's counts as JSON to this file")
     run.add_argument("--previous", metavar="PREV",
                      help="an earlier result file: write only the queries whose evidence changed")
+    run.add_argument("--snapshot", metavar="FILE",
+                     help="with --previous: also write every result to FILE (the next run's "
+                     "--previous)")
 
     demo = command("demo", "index the stdlib docs and ask them")
     demo.add_argument("--workdir", help="where to keep the demo store (default: a temp dir)")

@@ -36,6 +36,7 @@ from pipeline.ingest.sources import first_dimension, parse_chunk_line
 from pipeline.ingest.transforms import (
     FAILED,
     ChunkDocuments,
+    DeleteChunks,
     EmbedChunks,
     Failure,
     ParseChunkLines,
@@ -144,8 +145,7 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
             to_write = plan.writes | "Records" >> beam.Map(record_to_write)
         batch = settings.search.elasticsearch.bulk_chunk_size
         written = to_write | "Write" >> WriteChunks(target, batch).with_error_handler(errors)
-        deleted = plan.deletes | "Delete" >> WriteChunks(target, batch, delete=True
-                                                         ).with_error_handler(errors)
+        deleted = plan.deletes | "Delete" >> DeleteChunks(target, batch).with_error_handler(errors)
         errors.close()
         internal = errors.output() | "InternalFailures" >> beam.FlatMap(internal_failures, chunks)
         if failures_path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
-from typing import cast
+from typing import TypeVar, cast
 
 import apache_beam as beam
 from apache_beam import pvalue
@@ -32,6 +32,7 @@ from stages.shared_embedder import SharedEmbedder, embed_texts
 FAILED = "failed"
 Failure = tuple[str, str]
 """(chunk id or file:line, reason)."""
+T = TypeVar("T")
 ToWrite = tuple[ChunkRecord, bool]
 """A chunk record to write, and whether it replaces one the store holds."""
 _log = logging.getLogger(__name__)
@@ -135,12 +136,14 @@ def record_to_write(planned: Planned) -> ToWrite:
     return cast(ChunkRecord, planned.pending.chunk), planned.replaces
 
 
-class _WriteDoFn(OwningDoFn[ChunkWriter]):
+class _WriterDoFn(OwningDoFn[ChunkWriter]):
     """Owns a ChunkWriter from `setup` to `teardown`."""
 
     def __init__(self, target: ChunkTarget) -> None:
         super().__init__(target.open_writer)
 
+
+class _Write(_WriterDoFn):
     def process(self, batch: Sequence[ToWrite]) -> Iterator[pvalue.TaggedOutput]:
         report = self.owned().write([record for record, _ in batch])
         failed = {chunk_id for chunk_id, _ in report.failures}
@@ -151,32 +154,46 @@ class _WriteDoFn(OwningDoFn[ChunkWriter]):
             yield _failed(chunk_id, reason)
 
 
-class _DeleteDoFn(_WriteDoFn):
-    def process(self, batch: Sequence[str]) -> Iterator[pvalue.TaggedOutput]:  # type: ignore[override]
+class _Delete(_WriterDoFn):
+    def process(self, batch: Sequence[str]) -> Iterator[pvalue.TaggedOutput]:
         report = self.owned().delete(batch)
         counters.count(counters.CHUNKS_DELETED, report.indexed)
         for chunk_id, reason in report.failures:
             yield _failed(chunk_id, f"was not deleted: {reason}")
 
 
-class WriteChunks(HandlesErrors,
-                  beam.PTransform[beam.PCollection[ToWrite], beam.PCollection[Failure]]):
-    """Writes chunk records through the target's writers (with `delete`: deletes chunk ids),
-    `batch_size` per call; outputs (id, reason) of each chunk that was not written (deleted),
-    and counts the chunks added, updated (deleted).
+class _ThroughWriters(HandlesErrors,
+                      beam.PTransform[beam.PCollection[T], beam.PCollection[Failure]]):
+    """Hands batches of `batch_size` items to the target's writers through `step`; outputs
+    (id, reason) of each item that failed."""
 
-    >>> failures = records | WriteChunks(EmbeddedStoreTarget("data/store"))  # doctest: +SKIP
-    """
-
-    def __init__(self, target: ChunkTarget, batch_size: int = 500, delete: bool = False) -> None:
+    def __init__(self, step: _WriterDoFn, batch_size: int) -> None:
         super().__init__()
-        self._target = target
-        self._batch_size = batch_size
-        self._step = (_DeleteDoFn if delete else _WriteDoFn)(target)
+        self._step, self._batch_size = step, batch_size
 
-    def expand(self, items: beam.PCollection[ToWrite]) -> beam.PCollection[Failure]:
+    def expand(self, items: beam.PCollection[T]) -> beam.PCollection[Failure]:
         return (items
                 | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
                                                 max_batch_size=self._batch_size)
                 | "Write" >> self._guarded(beam.ParDo(self._step).with_outputs(
                     FAILED, main="written")))[FAILED]
+
+
+class WriteChunks(_ThroughWriters[ToWrite]):
+    """Writes chunk records, `batch_size` per call, counting the chunks added and updated.
+
+    >>> failures = records | WriteChunks(EmbeddedStoreTarget("data/store"))  # doctest: +SKIP
+    """
+
+    def __init__(self, target: ChunkTarget, batch_size: int = 500) -> None:
+        super().__init__(_Write(target), batch_size)
+
+
+class DeleteChunks(_ThroughWriters[str]):
+    """Deletes chunks by id, `batch_size` per call, counting them.
+
+    >>> failures = stale_ids | DeleteChunks(EmbeddedStoreTarget("data/store"))  # doctest: +SKIP
+    """
+
+    def __init__(self, target: ChunkTarget, batch_size: int = 500) -> None:
+        super().__init__(_Delete(target), batch_size)

@@ -44,10 +44,11 @@ class ResultSink(ABC):
         return f"{self.location}{DEAD_LETTER_SUFFIX}"
 
     @abstractmethod
-    def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler
-              ) -> beam.PCollection[DeadLetter] | None:
-        """Writes `results`, counting each; returns the dead letters of failed writes, if the
-        kind has any (a record that cannot be encoded goes to `errors`)."""
+    def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler,
+              counted: bool = True) -> beam.PCollection[DeadLetter] | None:
+        """Writes `results`, counting each unless not `counted` (a second copy); returns the
+        dead letters of failed writes, if the kind has any (a record that cannot be encoded
+        goes to `errors`)."""
 
     @abstractmethod
     def count(self) -> int | None:
@@ -75,18 +76,20 @@ class ResultFile(ResultSink):
 
 
 class JsonLinesResults(ResultFile):
-    def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler) -> None:
+    def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler,
+              counted: bool = True) -> None:
         (results
-         | "ResultJson" >> beam.Map(_counted, to_json_line).with_output_types(str)
+         | "ResultJson" >> beam.Map(_encoded, to_json_line, counted).with_output_types(str)
          .with_exception_handling(error_handler=errors)
          | "WriteResults" >> WriteToSingleFile(self.location, TextLines()))
 
 
 
 class ParquetResults(ResultFile):
-    def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler) -> None:
+    def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler,
+              counted: bool = True) -> None:
         (results
-         | "ResultRow" >> beam.Map(_counted, result_row).with_exception_handling(
+         | "ResultRow" >> beam.Map(_encoded, result_row, counted).with_exception_handling(
              error_handler=errors)
          | "WriteResults" >> WriteToSingleFile(self.location, ParquetRows(RESULT_SCHEMA)))
 
@@ -106,8 +109,8 @@ class ElasticsearchResults(ResultSink):
     def default_dead_letter(self) -> str:
         return f"{self.index}{DEAD_LETTER_SUFFIX}"
 
-    def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler
-              ) -> beam.PCollection[DeadLetter]:
+    def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler,
+              counted: bool = True) -> beam.PCollection[DeadLetter]:
         return results | "WriteResultsToElasticsearch" >> WriteEvidenceToElasticsearch(
             self.config, self.index).with_error_handler(errors)
 
@@ -160,7 +163,8 @@ def _as_result(record: tuple[int, Any], location: str) -> QueryResult:
                                 f"is not a result record ({error})") from None
 
 
-def _counted(result: QueryResult, encode: Any) -> Any:
+def _encoded(result: QueryResult, encode: Any, counted: bool) -> Any:
     encoded = encode(result)
-    counters.count(counters.RESULTS)
+    if counted:
+        counters.count(counters.RESULTS)
     return encoded

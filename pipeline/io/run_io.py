@@ -37,24 +37,26 @@ class RunIO:
     dead_letters: str
     previous: ResultFile | None = None
     """With `--previous`: the earlier results that only changed evidence is written against."""
+    snapshot: ResultFile | None = None
+    """With `--previous`: where every result goes too, to be the next run's `--previous`."""
 
     @classmethod
     def parse(cls, queries: str, out: str, dead_letter: str | None = None,
               elasticsearch: ElasticsearchConfig | None = None,
-              previous: str | None = None) -> RunIO:
-        """`--queries`, `--out`, `--dead-letter` (default: beside the results) and
-        `--previous`; `elasticsearch` is the cluster an `es://` output writes to.
+              previous: str | None = None, snapshot: str | None = None) -> RunIO:
+        """`--queries`, `--out`, `--dead-letter` (default: beside the results), `--previous`
+        and `--snapshot`; `elasticsearch` is the cluster an `es://` output writes to.
 
         Raises:
-            InvalidInputError: `--previous` is no result file (JSONL or Parquet).
+            InvalidInputError: `--previous` or `--snapshot` is no result file (JSONL or
+                Parquet), or `--snapshot` comes without `--previous`.
         """
         results = result_sink(out, elasticsearch)
-        earlier = result_sink(previous) if previous is not None else None
-        if earlier is not None and not isinstance(earlier, ResultFile):
-            raise InvalidInputError("--previous", previous, "must be a JSONL or Parquet result "
-                                    "file")
+        if snapshot is not None and previous is None:
+            raise InvalidInputError("--snapshot", snapshot, "needs --previous (without it, "
+                                    "--out holds every result)")
         return cls(query_source(queries), results, dead_letter or results.default_dead_letter,
-                   earlier)
+                   _result_file("--previous", previous), _result_file("--snapshot", snapshot))
 
     @property
     def manifest(self) -> str:
@@ -78,9 +80,10 @@ class RunIO:
         `local_paths`)."""
         check_input_file("--queries", self.queries.path, text=not is_parquet(self.queries.path))
         self.queries.check()
-        outputs = {"--dead-letter": self.dead_letters}
-        if isinstance(self.results, ResultFile):
-            outputs = {"--out": self.results.location, **outputs}
+        outputs = {"--out": self.results.location} if isinstance(self.results, ResultFile) else {}
+        outputs |= {"--dead-letter": self.dead_letters}
+        if self.snapshot is not None:
+            outputs["--snapshot"] = self.snapshot.location
         for flag, path in outputs.items():
             check_output_file(flag, path)
         inputs = {"--queries": self.queries.path}
@@ -101,7 +104,8 @@ class RunIO:
 
     def output_files(self) -> list[str]:
         """The local files this run writes."""
-        files = [self.dead_letters, *([self.gone] if self.previous is not None else [])]
+        files = [self.dead_letters, *([self.gone] if self.previous is not None else []),
+                 *([self.snapshot.location] if self.snapshot is not None else [])]
         if isinstance(self.results, ResultFile):
             files.insert(0, self.results.location)
         return [f for f in files if is_local(f)]
@@ -116,3 +120,13 @@ class RunIO:
         return {counters.QUERIES: queries,
                 counters.RESULTS: queries - dead if results is None else results,
                 counters.DEAD_LETTERS: dead}
+
+
+def _result_file(flag: str, location: str | None) -> ResultFile | None:
+    """The result file `location` names, for `flag`; None when not given."""
+    if location is None:
+        return None
+    found = result_sink(location)
+    if not isinstance(found, ResultFile):
+        raise InvalidInputError(flag, location, "must be a JSONL or Parquet result file")
+    return found

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import apache_beam as beam
-from apache_beam.transforms.error_handling import CollectingErrorHandler
+from apache_beam.transforms.error_handling import CollectingErrorHandler, ErrorHandler
 
 from connectors.embedder_port import EmbedderFactory
 from connectors.errors import RagEvidenceError
@@ -13,6 +13,7 @@ from connectors.search_port import PortFactory
 from pipeline.config.backends import embedder_factory_for, port_factory_for
 from pipeline.config.settings import Settings
 from pipeline.io.json_lines import to_json_line
+from pipeline.io.result_sink import ResultFile
 from pipeline.io.run_io import RunIO
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
 from pipeline.run.changed_only import KeepChanged
@@ -21,6 +22,7 @@ from pipeline.run.progress import LogProgress
 from pipeline.run.query_parse import ParseQueries
 from pipeline.run.repeated_ids import RepeatedQueryIds
 from stages.internal_errors import InternalDeadLetters
+from stages.models import QueryResult
 
 
 def build_pipeline(
@@ -53,6 +55,8 @@ def build_pipeline(
         embedder_refusal=embedder_refusal,
     ).with_error_handler(errors)
     results = evidence.results | "Progress" >> LogProgress()
+    if io.snapshot is not None:
+        results | "Snapshot" >> _WriteCopy(io.snapshot, errors)
     if io.previous is not None:
         previous = pipeline | "ReadPrevious" >> io.previous.read_transform()
         changed = results | "KeepChanged" >> KeepChanged(previous)
@@ -70,3 +74,14 @@ def build_pipeline(
      | "AllDeadLetters" >> beam.Flatten()
      | "DeadLetterJson" >> beam.Map(to_json_line).with_output_types(str)
      | "WriteDeadLetters" >> WriteToSingleFile(io.dead_letters, TextLines()))
+
+
+class _WriteCopy(beam.PTransform[beam.PCollection[QueryResult], None]):
+    """Every result into `sink` as well, uncounted (`--snapshot`)."""
+
+    def __init__(self, sink: ResultFile, errors: ErrorHandler) -> None:
+        super().__init__()
+        self._sink, self._errors = sink, errors
+
+    def expand(self, results: beam.PCollection[QueryResult]) -> None:
+        self._sink.write(results, self._errors, counted=False)

@@ -29,12 +29,14 @@ def run_job(settings: Settings, *, queries_path: str, out_path: str,
             dead_letter_path: str | None = None, beam_args: Sequence[str] = (),
             port_factory: PortFactory | None = None,
             embedder_factory: EmbedderFactory | None = None,
-            previous_path: str | None = None) -> RunSummary:
+            previous_path: str | None = None, snapshot_path: str | None = None
+            ) -> RunSummary:
     """`run` with its paths: `out_path` a JSONL or Parquet file, or `es://INDEX`; dead letters
     beside the results unless `dead_letter_path` says; with `previous_path`, only changed
-    evidence is written. `beam_args` are Beam pipeline options."""
+    evidence is written (and every result to `snapshot_path`). `beam_args` are Beam pipeline
+    options."""
     io = RunIO.parse(queries_path, out_path, dead_letter_path, settings.search.elasticsearch,
-                     previous_path)
+                     previous_path, snapshot_path)
     return run(settings, io, beam_args=beam_args, port_factory=port_factory,
                embedder_factory=embedder_factory)
 

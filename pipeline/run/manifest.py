@@ -67,8 +67,10 @@ def run_manifest(settings: Settings, io: RunIO, summary: RunSummary, options: Pi
 def _previous(io: RunIO) -> dict[str, Any]:
     if io.previous is None:
         return {}
+    snapshot = {} if io.snapshot is None else {"snapshot": _file(io.snapshot.location)}
     return {"previous": _file(io.previous.location),
-            "gone": {**_file(io.gone, digest=False), "note": "PREV's query ids not answered"}}
+            "gone": {**_file(io.gone, digest=False), "note": "PREV's query ids not answered"},
+            **snapshot}
 
 
 def _version() -> str:

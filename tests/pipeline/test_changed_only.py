@@ -85,3 +85,27 @@ def test_evidence_differs_by_ids_order_or_content_not_by_score_noise() -> None:
     assert not same_evidence(_result(("b#chunk-0", 0.8), ("a#chunk-0", 0.9)), base)
     assert not same_evidence(_result(("a#chunk-0", 0.9)), base)
     assert not same_evidence(_result(("a#chunk-0", 0.91), ("b#chunk-0", 0.8)), base)
+
+
+def test_nightly_runs_chain_through_the_snapshot_of_every_result(
+        store_config: Path, tmp_path: Path) -> None:
+    lines = [_line("a", 0), _line("b", 1), _line("c", 2)]
+    _, night1 = _run(store_config, tmp_path / "1", lines)
+    snapshot2 = tmp_path / "snapshot2.jsonl"
+    _, night2 = _run(store_config, tmp_path / "2", [*lines[:2], _line("c", 3)],
+                     "--previous", str(night1), "--snapshot", str(snapshot2))
+    assert _ids(night2) == ["c"] and _ids(snapshot2) == ["a", "b", "c"]
+    counts = json.loads((tmp_path / "2" / "summary.json").read_text())["counts"]
+    assert counts["results"] == 1  # the snapshot is a copy, not more results
+    manifest = json.loads(Path(f"{night2}.manifest.json").read_text())
+    assert manifest["snapshot"]["path"] == str(snapshot2) and manifest["balanced"]
+    code, night3 = _run(store_config, tmp_path / "3", [*lines[:2], _line("c", 3)],
+                        "--previous", str(snapshot2))
+    assert code == 0 and night3.read_text() == ""  # against night 2's --out, a and b are new
+
+
+def test_a_snapshot_without_previous_is_refused(store_config: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = _run(store_config, tmp_path / "1", [_line("a", 0)],
+                   "--snapshot", str(tmp_path / "s.jsonl"))
+    assert code == 2 and "--snapshot" in capsys.readouterr().err
