@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from connectors.chunk_record import ChunkRecord
 from connectors.elasticsearch.bulk_writer import write_chunks
 from connectors.elasticsearch.index_admin import ensure_index
-from connectors.search_port import SearchHit
+from connectors.search_port import ChunkHit, SearchHit
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
 from pipeline.run.job import run_job
@@ -108,10 +108,9 @@ def naive_loop(url: str, settings: Settings, queries: np.ndarray) -> int:
             "field": es.vector_field, "query_vector": vector.tolist(),
             "k": settings.rag.retrieve_k, "num_candidates": max(10 * settings.rag.retrieve_k, 100)},
             size=settings.rag.retrieve_k, source=[es.content_field, es.metadata_field or ""])
-        hits = [RecalledHit(hit=SearchHit(id=h["_id"], score=h["_score"],
-                                          content=h["_source"].get(es.content_field, ""),
-                                          metadata=h["_source"].get(es.metadata_field, {})),
-                            reason="knn:vector", recall_order=n)
+        hits = [RecalledHit(ChunkHit.of(SearchHit(
+                    id=h["_id"], score=h["_score"], content=h["_source"].get(es.content_field, ""),
+                    metadata=h["_source"].get(es.metadata_field, {}))), "knn:vector", n, n + 1)
                 for n, h in enumerate(response["hits"]["hits"])]
         kept = top_n(cap_chunks_per_document(dedup_by_evidence_key(normalize_identities(hits)),
                                              settings.rag.max_chunks_per_document),

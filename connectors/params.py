@@ -80,6 +80,8 @@ class Bound:
     def _problem(self, value: Any) -> str | None:
         if self.min_length is not None and len(value) < self.min_length:
             return f"must hold at least {self.min_length} characters"
+        if not isinstance(value, int | float):
+            return None  # a word a field also takes (`auto`): the bounds are on its numbers
         if self.ge is not None and value < self.ge:
             return f"must be at least {_number(self.ge)}"
         if self.gt is not None and value <= self.gt:

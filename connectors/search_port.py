@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from connectors.chunk_identity import Identity, resolve_identity
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import KnowledgeSearchError
 
@@ -46,6 +48,35 @@ class SearchHit(BaseModel):
 SearchOutcome = list[SearchHit] | KnowledgeSearchError
 
 
+class ContentRef(NamedTuple):
+    """Where a hit's content is, for a port that reads it late: the store version the hit
+    came from, and its row there."""
+
+    version: str
+    row: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkHit:
+    """A hit as the pipeline carries it: its id and score, its identity resolved from its
+    metadata, and its content, or (`content` None) where to read it once it is known to be
+    needed (`ref`, see `LateContentPort`)."""
+
+    id: str | None
+    score: float
+    identity: Identity
+    content: str | None = None
+    ref: ContentRef | None = None
+
+    @classmethod
+    def of(cls, hit: SearchHit) -> ChunkHit:
+        """A port's `SearchHit` (content and metadata given)."""
+        return cls(hit.id, hit.score, resolve_identity(hit.metadata), hit.content)
+
+
+ChunkOutcome = list[ChunkHit] | KnowledgeSearchError
+
+
 @runtime_checkable
 class KnowledgeSearchPort(Protocol):
     """Answers batches of kNN and lexical (BM25) requests.
@@ -76,3 +107,21 @@ class KnowledgeSearchPort(Protocol):
 
 PortFactory = Callable[[], KnowledgeSearchPort]
 """A picklable callable that opens a port; DoFns call it in `setup`, never pickling a client."""
+
+
+@runtime_checkable
+class LateContentPort(KnowledgeSearchPort, Protocol):
+    """A port that answers without reading contents, and reads them only for the hits that
+    survive post-processing (late materialization).
+
+    Contract, besides `KnowledgeSearchPort`'s:
+    - `search_chunks` answers as `search` does, with `ChunkHit`s whose identity is resolved and
+      whose content is None, `ref` saying where it is.
+    - `contents(refs)` returns the content of each ref, in order; a ref of another version of
+      the store than the one this port reads is read from that version, while it exists.
+      Raises `KnowledgeSearchError` when a ref cannot be read.
+    """
+
+    def search_chunks(self, requests: Sequence[SearchRequest]) -> list[ChunkOutcome]: ...
+
+    def contents(self, refs: Sequence[ContentRef]) -> list[str]: ...

@@ -19,7 +19,7 @@ def dedup_by_evidence_key(candidates: Sequence[Candidate],
                           key: DedupKey = "evidence-key") -> list[Candidate]:
     """One candidate per evidence key, in ranking order.
 
-    The survivor keeps the content, source and metadata of the higher-ranked candidate (and so
+    The survivor keeps the content and source of the higher-ranked candidate (and so
     its score, the best); its `hit_reasons` are the union of all merged reasons in rank order,
     and its `retrievers` each retriever's best rank. Candidates of one document with different
     chunk indexes are never merged here.

@@ -4,7 +4,7 @@ key. Everything specific to a search backend stays behind the port; this only se
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Annotated, Literal
 
@@ -39,14 +39,14 @@ class RrfSettings:
 
 def fuse_reciprocal_rank(candidates: Sequence[Candidate], rrf: RrfSettings) -> list[Candidate]:
     """One candidate per evidence key, scored sum(weight / (k + rank)) over the retrievers that
-    found it; content, source and metadata from the retriever that ranked it best (ties: recall
+    found it; content and source from the retriever that ranked it best (ties: recall
     order), reasons and per-retriever ranks and raw scores merged.
     """
     fused: dict[str, Candidate] = {}
     for candidate in sorted(candidates, key=lambda c: (_best_rank(c), c.recall_order)):
         kept = fused.get(candidate.evidence_key)
         fused[candidate.evidence_key] = candidate if kept is None else absorb(kept, candidate)
-    return [c.model_copy(update={"score": _rrf_score(c, rrf)}) for c in fused.values()]
+    return [replace(c, score=_rrf_score(c, rrf)) for c in fused.values()]
 
 
 def _best_rank(candidate: Candidate) -> int:

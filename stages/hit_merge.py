@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from stages.models import Candidate, RetrieverHit
 
 
@@ -22,4 +24,4 @@ def absorb(kept: Candidate, other: Candidate) -> Candidate:
     retrievers = merged_retrievers(kept.retrievers, other.retrievers)
     if reasons == kept.hit_reasons and retrievers == kept.retrievers:
         return kept
-    return kept.model_copy(update={"hit_reasons": reasons, "retrievers": retrievers})
+    return replace(kept, hit_reasons=reasons, retrievers=retrievers)

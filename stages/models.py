@@ -1,13 +1,17 @@
-"""The records that flow through the pipeline, one element per query (pydantic v2, frozen)."""
+"""The records that flow through the pipeline, one element per query.
+
+Inputs and outputs (`Query`, `QueryResult`, `DeadLetter`) are pydantic models, validated where
+they cross the edge; what flows between the steps in between is plain frozen data."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from connectors.input_limits import Vector, check_filters, check_text, check_vector
-from connectors.search_port import FilterValue, SearchHit
+from connectors.search_port import ChunkHit, ContentRef, FilterValue
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -85,49 +89,45 @@ class Query(BaseModel):
         return self
 
 
-class EmbeddedQuery(BaseModel):
+@dataclass(frozen=True, slots=True)
+class EmbeddedQuery:
     """A query after the Embed step: its text's vector when it was embedded."""
-
-    model_config = _FROZEN
 
     query: Query
     text_vector: tuple[float, ...] | None = None
 
 
-class RecalledHit(BaseModel):
+@dataclass(frozen=True, slots=True)
+class RecalledHit:
     """A port hit, the sub-query that found it, its rank in that sub-query's list (from 1)
     and its position in recall order."""
 
-    model_config = _FROZEN
-
-    hit: SearchHit
+    hit: ChunkHit
     reason: str
     recall_order: int
-    rank: int = Field(1, ge=1)
+    rank: int = 1
 
 
-class RetrieverHit(BaseModel):
+@dataclass(frozen=True, slots=True)
+class RetrieverHit:
     """Where one retriever (a sub-query, named by its reason) ranked a chunk, and its raw
     score there."""
-
-    model_config = _FROZEN
 
     reason: str
     rank: int
     score: float
 
 
-class QueryHits(BaseModel):
+@dataclass(frozen=True, slots=True)
+class QueryHits:
     """Everything recalled for one query."""
-
-    model_config = _FROZEN
 
     query_id: str
     hits: tuple[RecalledHit, ...]
 
 
 class ChunkEvidence(BaseModel):
-    """What every stage knows of one chunk: its identity, content, score and who found it."""
+    """What a result says of one chunk: its identity, content, score and who found it."""
 
     model_config = _FROZEN
 
@@ -141,17 +141,27 @@ class ChunkEvidence(BaseModel):
     retrievers: tuple[RetrieverHit, ...] = ()
 
 
-class Candidate(ChunkEvidence):
-    """A recalled chunk with its identity resolved, and its place in recall order."""
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A recalled chunk with its identity resolved, between post-processing stages: plain
+    data, validated at the edges. `content` is None until it is read (`ref` says where),
+    just before projection; its place in recall order breaks score ties."""
 
+    evidence_key: str
+    doc_id: str | None
+    chunk_index: int | None
+    source: str
+    content: str | None
+    score: float
+    hit_reasons: tuple[str, ...]
     recall_order: int
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    retrievers: tuple[RetrieverHit, ...] = ()
+    ref: ContentRef | None = None
 
 
-class QueryCandidates(BaseModel):
+@dataclass(frozen=True, slots=True)
+class QueryCandidates:
     """One query's candidates between post-processing stages."""
-
-    model_config = _FROZEN
 
     query_id: str
     candidates: tuple[Candidate, ...]
@@ -163,12 +173,22 @@ class EvidenceBlock(ChunkEvidence):
     rank: int = Field(ge=1)
 
     @classmethod
-    def ranked(cls, evidence: ChunkEvidence, rank: int) -> EvidenceBlock:
-        """`evidence` as the block at `rank`."""
-        return cls(**{name: getattr(evidence, name) for name in _SHARED}, rank=rank)
+    def ranked(cls, candidate: Candidate, rank: int) -> EvidenceBlock:
+        """`candidate` (its content read) as the block at `rank`; built from checked parts,
+        not validated again.
 
-
-_SHARED = tuple(ChunkEvidence.model_fields)
+        Raises:
+            ValueError: the candidate's content was never read (FetchContent comes before
+                Project).
+        """
+        if candidate.content is None:
+            raise ValueError(f"the content of {candidate.evidence_key} was never read "
+                             "(FetchContent comes before Project)")
+        return cls.model_construct(
+            evidence_key=candidate.evidence_key, doc_id=candidate.doc_id,
+            chunk_index=candidate.chunk_index, source=candidate.source,
+            content=candidate.content, score=candidate.score,
+            hit_reasons=candidate.hit_reasons, retrievers=candidate.retrievers, rank=rank)
 
 
 class ProjectedItem(BaseModel):

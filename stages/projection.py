@@ -54,22 +54,21 @@ def project(blocks: Sequence[EvidenceBlock], budget: ProjectionBudget) -> list[P
         seen.add(block.evidence_key)
         content = block.content[: min(budget.max_chars_per_item, remaining)]
         remaining -= len(content)
-        items.append(
-            ProjectedItem(
-                document_id=block.evidence_key,
-                source=block.source,
-                content=content,
-                score=block.score,
-            )
-        )
+        items.append(ProjectedItem.model_construct(
+            document_id=block.evidence_key, source=block.source, content=content,
+            score=block.score))
     return items
 
 
 def assemble_result(element: QueryCandidates, budget: ProjectionBudget) -> QueryResult:
-    """Ranks a query's final candidates as evidence and adds their Agent projection."""
+    """Ranks a query's final candidates as evidence and adds their Agent projection.
+
+    Raises:
+        ValueError: a candidate's content was never read (FetchContent belongs before this).
+    """
     evidence = to_evidence_blocks(element.candidates)
-    return QueryResult(query_id=element.query_id, evidence=tuple(evidence),
-                       projected=tuple(project(evidence, budget)))
+    return QueryResult.model_construct(query_id=element.query_id, evidence=tuple(evidence),
+                                       projected=tuple(project(evidence, budget)))
 
 
 class Project(HandlesErrors,

@@ -10,7 +10,14 @@ from apache_beam import pvalue
 
 from connectors.errors import KnowledgeSearchError, RagEvidenceError
 from connectors.params import Bound
-from connectors.search_port import KnowledgeSearchPort, PortFactory, SearchRequest
+from connectors.search_port import (
+    ChunkHit,
+    ChunkOutcome,
+    KnowledgeSearchPort,
+    LateContentPort,
+    PortFactory,
+    SearchRequest,
+)
 from stages import counters
 from stages.dead_letters import DEAD_LETTER, dead_letter, routed
 from stages.internal_errors import HandlesErrors
@@ -31,18 +38,21 @@ SEARCH_BATCH = Bound("search.batch-size", ge=1, le=10_000)
 def recall_batch(queries: Sequence[EmbeddedQuery], port: KnowledgeSearchPort, retrieve_k: int,
                  mode: RecallMode = "dense", max_sub_queries: int = DEFAULT_MAX_SUB_QUERIES
                  ) -> list[QueryHits | DeadLetter]:
-    """Recalls one batch: one port call for every sub-query of every query in it."""
+    """Recalls one batch: one port call for every sub-query of every query in it. A port that
+    reads contents late (`LateContentPort`) answers without them."""
+    RETRIEVE_K.check(retrieve_k)
     resolved = [resolve_sub_queries(q, mode, max_sub_queries) for q in queries]
     requests: list[SearchRequest] = []
     owners: list[tuple[int, SubQuery]] = []
     for i, subs in enumerate(resolved):
         for sub in subs if isinstance(subs, list) else []:
-            requests.append(SearchRequest(vector=sub.vector, text=sub.text, k=retrieve_k,
-                                          filters=queries[i].query.filters))
+            # built from a validated query and a checked width: not validated again
+            requests.append(SearchRequest.model_construct(
+                vector=sub.vector, text=sub.text, k=retrieve_k, filters=queries[i].query.filters))
             owners.append((i, sub))
     counters.count(counters.SEARCH_REQUESTS, len(requests))
     try:
-        outcomes = port.search(requests) if requests else []
+        outcomes = _search(port, requests) if requests else []
     except KnowledgeSearchError as error:
         _log.warning("search batch of %d requests failed: %s", len(requests), error)
         outcomes = [error] * len(requests)
@@ -57,16 +67,23 @@ def recall_batch(queries: Sequence[EmbeddedQuery], port: KnowledgeSearchPort, re
             hits[i] = outcome
             continue
         start = len(current)
-        current.extend(RecalledHit(hit=h, reason=sub.reason, recall_order=start + n, rank=n + 1)
+        current.extend(RecalledHit(h, sub.reason, start + n, n + 1)
                        for n, h in enumerate(outcome))
     return [_result(q, h) for q, h in zip(queries, hits, strict=True)]
+
+
+def _search(port: KnowledgeSearchPort, requests: list[SearchRequest]) -> list[ChunkOutcome]:
+    if isinstance(port, LateContentPort):
+        return port.search_chunks(requests)
+    return [outcome if isinstance(outcome, KnowledgeSearchError)
+            else [ChunkHit.of(hit) for hit in outcome] for outcome in port.search(requests)]
 
 
 def _result(embedded: EmbeddedQuery, hits: list[RecalledHit] | RagEvidenceError
             ) -> QueryHits | DeadLetter:
     if isinstance(hits, RagEvidenceError):
         return dead_letter(embedded.query, "recall", hits)
-    return QueryHits(query_id=embedded.query.id, hits=tuple(hits))
+    return QueryHits(embedded.query.id, tuple(hits))
 
 
 class _RecallDoFn(OwningDoFn[KnowledgeSearchPort]):

@@ -14,14 +14,14 @@ from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.writer import write_store
 from connectors.embedder_port import Purpose
 from connectors.embedders.hashing import HashingEmbedder
-from connectors.search_port import PortFactory, SearchHit
+from connectors.search_port import ChunkHit, PortFactory, SearchHit
 from stages.models import Candidate, RecalledHit
 
 
 def recalled(hit_id: str | None = "v1", score: float = 0.9, content: str = "text",
              reason: str = "knn:text", order: int = 0, **metadata: Any) -> RecalledHit:
-    return RecalledHit(hit=SearchHit(id=hit_id, score=score, content=content, metadata=metadata),
-                       reason=reason, recall_order=order)
+    hit = SearchHit(id=hit_id, score=score, content=content, metadata=metadata)
+    return RecalledHit(hit=ChunkHit.of(hit), reason=reason, recall_order=order)
 
 
 def candidate(key: str, score: float, *, doc_id: str | None = None, chunk: int | None = None,

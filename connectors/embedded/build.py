@@ -84,8 +84,10 @@ def build_version(built: Path, base: BaseVersion | None, parts: StagedParts,
         graph = HnswGraph.build(vectors, hnsw, built / HNSW_FILE)
         recall, sample = recall_against_exact(graph, vectors)
         note = (f"hnsw index (m={hnsw.m}, ef-construction={hnsw.ef_construction}, "
-                f"ef-search={hnsw.ef_search}): recall@20 {recall:.3f} against exact search, "
-                f"on {sample} sampled chunks")
+                f"ef-search={hnsw.first_ef}): recall@20 {recall:.3f} against exact search on "
+                f"{sample} perturbed stored rows, which lie next to the data: your queries may "
+                "do worse (`run` audits recall on its own queries, see "
+                "search.embedded.hnsw.audit-rate)")
     Manifest(manifest.dimension, count, manifest.embedder, lexical, manifest.index).write(built)
     return note
 

@@ -3,6 +3,8 @@ chunk records, for unit tests of pipelines that use the evidence transform."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any
@@ -24,6 +26,10 @@ class MemoryRecords:
     def __init__(self, records: Sequence[ChunkRecord]) -> None:
         self._rows: list[dict[str, Any]] = [
             {"id": r.id, "content": r.content, "metadata": dict(r.metadata)} for r in records]
+        digest = hashlib.sha256(json.dumps(self._rows, sort_keys=True, default=str).encode())
+        self.name = f"memory:{digest.hexdigest()[:16]}"
+        """The same for every copy of the same records: a hit of one copy reads its content
+        from another."""
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -64,7 +70,8 @@ def memory_store(records: Sequence[ChunkRecord], embedder: EmbedderInfo | None =
         retriever.index(bm25s.tokenize(contents, stopwords=STOPWORDS, show_progress=False),
                         show_progress=False)
         lexical = LexicalIndex.held(retriever, len(records))
-    return EmbeddedStore(vectors, MemoryRecords(records), lexical, embedder)
+    held = MemoryRecords(records)
+    return EmbeddedStore(vectors, held, lexical, embedder, version=held.name)
 
 
 def memory_port_factory(records: Sequence[ChunkRecord], embedder: EmbedderInfo | None = None

@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 
 from connectors.chunk_fingerprint import chunk_fingerprint
-from connectors.chunk_identity import document_of
 from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import WriteReport
 from connectors.embedded.chunk_table import ChunkTable
@@ -45,9 +44,7 @@ class EmbeddedPartWriter:
             rows.append(unit(record.vector))
             lines.append(json.dumps({"id": record.id, "content": record.content,
                                      "metadata": record.metadata}, ensure_ascii=False))
-            table.ids.append(record.id)
-            table.docs.append(document_of(record.id, record.metadata))
-            table.fingerprints.append(chunk_fingerprint(
+            table.append(record.id, record.metadata, chunk_fingerprint(
                 record.content, record.metadata, self._embedder,
                 None if self._embedder else record.vector))
         if rows:

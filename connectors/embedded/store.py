@@ -2,7 +2,7 @@
 
 On disk a store is a directory of versions (see `versions`); each holds `vectors.npy` (unit
 rows, float32), `records.jsonl` (id, content, metadata per row, same order) with
-`records.offsets.npy` (where each line starts), `chunks.arrow` (id, document and fingerprint
+`records.offsets.npy` (where each line starts), `chunks.arrow` (id, identity and fingerprint
 per row), `bm25/` (the lexical index), `hnsw.faiss` when built with `index: hnsw`, and
 `manifest.json` (dimension, count, index kind, the embedder that built it), written last. An
 open store reads one version until it is closed, whatever `index` commits meanwhile.
@@ -15,7 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
+from connectors.embedded.chunk_table import ChunkColumns, RecordIdentities, RowIdentities
+from connectors.embedded.hnsw_audit import AuditedGraph
 from connectors.embedded.layout import (
+    CHUNKS_FILE,
     HNSW_FILE,
     LEXICAL_DIR,
     OFFSETS_FILE,
@@ -27,26 +30,20 @@ from connectors.embedded.layout import (
 from connectors.embedded.lexical import LexicalIndex
 from connectors.embedded.metadata_filter import FilterIndex
 from connectors.embedded.records_file import RecordFile, Records
-from connectors.embedded.top_k import top_rows
-from connectors.embedded.vector_search import (
-    DEFAULT_HNSW,
-    HnswGraph,
-    HnswParams,
-    exact_neighbours,
-    subset_neighbours,
-)
+from connectors.embedded.row_search import RowOutcome, RowSearch
+from connectors.embedded.vector_search import DEFAULT_HNSW, HnswGraph, HnswParams
 from connectors.embedded.versions import VersionLease
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import (
-    ConfigError,
-    DimensionMismatchError,
-    KnowledgeSearchError,
-    StoreNotFoundError,
+from connectors.errors import ConfigError, KnowledgeSearchError, StoreNotFoundError
+from connectors.events import EventHook, ignore_event
+from connectors.search_port import (
+    ChunkHit,
+    ChunkOutcome,
+    ContentRef,
+    SearchHit,
+    SearchOutcome,
+    SearchRequest,
 )
-from connectors.search_port import SearchHit, SearchOutcome, SearchRequest
-from connectors.vectors import NO_DIRECTION, unit_rows
-
-_BLOCK_ROWS = 256
 
 
 class EmbeddedStore:
@@ -54,7 +51,9 @@ class EmbeddedStore:
 
     kNN scores are (1 + cosine) / 2, the scale Elasticsearch reports for cosine similarity;
     lexical scores are BM25 (Lucene's variant, as Elasticsearch's). A filtered kNN request is
-    always exact, over the matching rows. Records are read from disk by row, per hit.
+    always exact, over the matching rows. `search` reads each hit's record from disk;
+    `search_chunks` reads only the hits' ids and identities (from `chunks.arrow`), and
+    `contents` the records of the hits that are kept (a `LateContentPort`).
 
     >>> store = EmbeddedStore.open("data/store")          # doctest: +SKIP
     >>> store.search([SearchRequest(vector=(1.0, 0.0), k=3)])  # doctest: +SKIP
@@ -62,22 +61,28 @@ class EmbeddedStore:
 
     def __init__(self, vectors: np.ndarray, records: Records,
                  lexical: LexicalIndex | None = None, embedder: EmbedderInfo | None = None,
-                 graph: HnswGraph | None = None, lease: VersionLease | None = None) -> None:
+                 graph: AuditedGraph | None = None, lease: VersionLease | None = None,
+                 identities: RowIdentities | None = None, version: str | None = None) -> None:
         self._lease = lease
         self._vectors = vectors
         self._records = records
-        self._lexical = lexical or LexicalIndex(None, len(records))
         self._embedder = embedder
-        self._graph = graph
-        self._filters = FilterIndex(records.metadata)
+        self._identities = identities or RecordIdentities(records)
+        self._rows = RowSearch(vectors, FilterIndex(records.metadata),
+                               lexical or LexicalIndex(None, len(records)),
+                               graph.neighbours if graph else None)
+        self._version = version or (str(lease.folder) if lease else f"memory:{id(self)}")
+        self._others: dict[str, EmbeddedStore] = {}
         self._closed = False
 
     @classmethod
     def open(cls, path: str | Path, index: IndexKind | None = None,
-             hnsw: HnswParams = DEFAULT_HNSW) -> EmbeddedStore:
+             hnsw: HnswParams = DEFAULT_HNSW, on_event: EventHook = ignore_event
+             ) -> EmbeddedStore:
         """Opens the current version of a store directory (or the version folder `path`),
         holding it until `close`, memory-mapping its vectors and records; checks its parts
-        agree. `index`, when given, is the kind the config expects the store to have.
+        agree. `index`, when given, is the kind the config expects the store to have; an
+        HNSW search reports its audit (see `hnsw_audit`) to `on_event`.
 
         Raises:
             StoreNotFoundError: no store there, or its files disagree (named).
@@ -85,14 +90,14 @@ class EmbeddedStore:
         """
         lease = VersionLease.take(Path(path))
         try:
-            return cls._open_version(Path(path), lease, index, hnsw)
+            return cls._open_version(Path(path), lease, index, hnsw, on_event)
         except BaseException:
             lease.release()
             raise
 
     @classmethod
     def _open_version(cls, path: Path, lease: VersionLease, index: IndexKind | None,
-                      hnsw: HnswParams) -> EmbeddedStore:
+                      hnsw: HnswParams, on_event: EventHook) -> EmbeddedStore:
         root = lease.folder
         manifest = Manifest.read(root)
         if index is not None and index != manifest.index:
@@ -102,14 +107,21 @@ class EmbeddedStore:
         vectors = np.load(root / VECTORS_FILE, mmap_mode="r")
         records = RecordFile.open(root / RECORDS_FILE, root / OFFSETS_FILE)
         _check_parts(root, manifest, vectors, records)
+        identities = None
+        if (root / CHUNKS_FILE).is_file():
+            identities = ChunkColumns.open(root / CHUNKS_FILE)
+            if len(identities) != manifest.count:
+                raise _disagree(root, f"{CHUNKS_FILE} holds {len(identities)} rows, the "
+                                      f"manifest says {manifest.count}")
         lexical = LexicalIndex(root / LEXICAL_DIR if manifest.lexical else None, len(records))
         graph = None
         if manifest.index == "hnsw":
             if not (root / HNSW_FILE).is_file():
                 raise _disagree(root, f"the manifest names an HNSW index but {HNSW_FILE} "
                                       "is missing")
-            graph = HnswGraph.load(root / HNSW_FILE, hnsw.ef_search)
-        return cls(vectors, records, lexical, manifest.embedder, graph, lease)
+            graph = AuditedGraph(HnswGraph.load(root / HNSW_FILE, hnsw.first_ef), vectors,
+                                 hnsw, on_event)
+        return cls(vectors, records, lexical, manifest.embedder, graph, lease, identities)
 
     @property
     def dimension(self) -> int:
@@ -119,91 +131,68 @@ class EmbeddedStore:
     def embedder(self) -> EmbedderInfo | None:
         return self._embedder
 
+    @property
+    def version(self) -> str:
+        """Which version this store reads: its folder (for a store held in memory, the name
+        it was given, or one of its own)."""
+        return self._version
+
     def __len__(self) -> int:
         return len(self._records)
 
     def search(self, requests: Sequence[SearchRequest]) -> list[SearchOutcome]:
-        if self._closed:
-            raise KnowledgeSearchError("the embedded store was closed; open it again to search")
-        outcomes: list[SearchOutcome] = [[] for _ in requests]
-        if not self._records:
-            return outcomes
-        dense = [i for i, r in enumerate(requests)
-                 if r.vector is not None and self._check(r, outcomes, i)]
-        for start in range(0, len(dense), _BLOCK_ROWS):
-            self._search_block(requests, dense[start:start + _BLOCK_ROWS], outcomes)
-        for i, request in enumerate(requests):
-            if request.text is not None:
-                outcomes[i] = self._lexical_top_k(request)
-        return outcomes
+        return [outcome if isinstance(outcome, KnowledgeSearchError) else [
+                    self._hit(int(row), float(score)) for row, score in zip(*outcome,
+                                                                            strict=True)]
+                for outcome in self._search_rows(requests)]
 
-    @property
-    def version(self) -> str | None:
-        """The folder of the version this store reads (None for a store held in memory)."""
-        return str(self._lease.folder) if self._lease is not None else None
+    def search_chunks(self, requests: Sequence[SearchRequest]) -> list[ChunkOutcome]:
+        outcomes = self._search_rows(requests)
+        found = [o for o in outcomes if not isinstance(o, KnowledgeSearchError)]
+        rows = np.concatenate([r for r, _ in found]) if found else np.empty(0, np.int64)
+        scores = np.concatenate([s for _, s in found]).tolist() if found else []
+        ids, identities = self._identities.take(rows)
+        hits = [ChunkHit(i, score, identity, None, ContentRef(self._version, row))
+                for i, score, identity, row in zip(ids, scores, identities, rows.tolist(),
+                                                   strict=True)]
+        answered: list[ChunkOutcome] = []
+        start = 0
+        for outcome in outcomes:
+            if isinstance(outcome, KnowledgeSearchError):
+                answered.append(outcome)
+                continue
+            answered.append(hits[start:start + len(outcome[0])])
+            start += len(outcome[0])
+        return answered
+
+    def contents(self, refs: Sequence[ContentRef]) -> list[str]:
+        return [str(self._reader(ref.version)._records.record(ref.row)["content"])
+                for ref in refs]
 
     def close(self) -> None:
         """Stops searching, and lets a later `index` remove the version this store read."""
         self._closed = True
+        for other in self._others.values():
+            other.close()
         if self._lease is not None:
             self._lease.release()
 
-    def _check(self, request: SearchRequest, outcomes: list[SearchOutcome], i: int) -> bool:
-        assert request.vector is not None
-        error: KnowledgeSearchError | None = None
-        if len(request.vector) != self.dimension:
-            mismatch = DimensionMismatchError("vector", len(request.vector), self.dimension)
-            error = KnowledgeSearchError(str(mismatch))
-        if error is not None:
-            outcomes[i] = error
-        return error is None
+    def _search_rows(self, requests: Sequence[SearchRequest]) -> list[RowOutcome]:
+        if self._closed:
+            raise KnowledgeSearchError("the embedded store was closed; open it again to search")
+        return self._rows.search(requests)
 
-    def _search_block(self, requests: Sequence[SearchRequest], block: list[int],
-                      outcomes: list[SearchOutcome]) -> None:
-        queries, usable = unit_rows([requests[i].vector or () for i in block])
-        for unusable in np.flatnonzero(~usable).tolist():
-            outcomes[block[unusable]] = KnowledgeSearchError(
-                f"vector {NO_DIRECTION}: cosine similarity is undefined")
-        block = [i for row, i in enumerate(block) if usable[row]]
-        queries = queries[usable]
-        plain = [row for row, i in enumerate(block) if not requests[i].filters]
-        if plain:
-            ks = [requests[block[row]].k for row in plain]
-            search = self._graph.neighbours if self._graph else self._exact
-            for row, (top, scores) in zip(plain, search(queries[plain], ks), strict=True):
-                outcomes[block[row]] = self._hits(top, scores, cosine=True)
-        for row, i in enumerate(block):
-            if requests[i].filters:
-                matching = self._filters.matching_rows(requests[i].filters)
-                assert matching is not None
-                top, scores = subset_neighbours(self._vectors, queries[row], matching,
-                                                requests[i].k)
-                outcomes[i] = self._hits(top, scores, cosine=True)
-
-    def _exact(self, queries: np.ndarray, ks: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
-        return exact_neighbours(self._vectors, queries, ks)
-
-    def _lexical_top_k(self, request: SearchRequest) -> list[SearchHit]:
-        assert request.text is not None
-        scores = self._lexical.scores(request.text)
-        top, best = self._filtered_top_k(scores, request)
-        matching = best > 0
-        return self._hits(top[matching], best[matching])
-
-    def _filtered_top_k(self, scores: np.ndarray, request: SearchRequest
-                        ) -> tuple[np.ndarray, np.ndarray]:
-        rows = self._filters.matching_rows(request.filters)
-        if rows is None:
-            ((top, best),) = top_rows(scores[np.newaxis, :], request.k)
-            return top, best
-        ((top, best),) = top_rows(scores[rows][np.newaxis, :], request.k)
-        return rows[top], best
-
-    def _hits(self, rows: np.ndarray, scores: np.ndarray, cosine: bool = False
-              ) -> list[SearchHit]:
-        """Hits for `rows`; cosine similarities are reported as (1 + cosine) / 2."""
-        return [self._hit(int(row), (1.0 + float(s)) / 2.0 if cosine else float(s))
-                for row, s in zip(rows, scores, strict=True)]
+    def _reader(self, version: str) -> EmbeddedStore:
+        """This store, or another version of it that a hit came from (opened once)."""
+        if version == self._version:
+            return self
+        if version not in self._others:
+            try:
+                self._others[version] = EmbeddedStore.open(version)
+            except StoreNotFoundError as error:
+                raise KnowledgeSearchError(f"the store version a hit came from is gone: "
+                                           f"{error}") from None
+        return self._others[version]
 
     def _hit(self, row: int, score: float) -> SearchHit:
         record = self._records.record(row)

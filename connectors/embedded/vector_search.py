@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Literal
 
 import faiss
 import numpy as np
 
 from connectors.embedded.top_k import top_rows
-from connectors.params import PARAMS_CONFIG, Bound, Whole, check_bounds
+from connectors.params import PARAMS_CONFIG, Bound, Real, Whole, check_bounds
 
 # faiss >= 1.11 computes batches of fewer than 128,000 queries (its default threshold) one query
 # at a time without BLAS: measured here, 190 queries/s in batches of 256 against 2,000 with
@@ -23,21 +23,35 @@ from connectors.params import PARAMS_CONFIG, Bound, Whole, check_bounds
 faiss.cvar.distance_compute_blas_threshold = 16
 
 
+_HNSW = "search.embedded.hnsw."
+MAX_EF_SEARCH = 10_000
+AUTO_EF_START = 64
+
+
 @dataclass(frozen=True)
 class HnswParams:
     """faiss `IndexHNSWFlat` parameters: `m` links per node, `ef_construction` and
     `ef_search` candidate-list sizes while building and searching (larger: better recall,
-    slower). Settings: `search.embedded.hnsw.*`."""
+    slower; `auto`: found by the audit), and the audit of a run's own queries: the share
+    searched exactly too (`audit_rate`), and the recall below which it warns (or, with `auto`,
+    raises ef) (`audit_floor`). Settings: `search.embedded.hnsw.*`."""
 
     __pydantic_config__: ClassVar = PARAMS_CONFIG
 
-    m: Annotated[Whole, Bound("search.embedded.hnsw.m", ge=4, le=256)] = 32
-    ef_construction: Annotated[Whole, Bound("search.embedded.hnsw.ef-construction",
-                                            ge=8, le=4096)] = 200
-    ef_search: Annotated[Whole, Bound("search.embedded.hnsw.ef-search", ge=1, le=10_000)] = 128
+    m: Annotated[Whole, Bound(_HNSW + "m", ge=4, le=256)] = 32
+    ef_construction: Annotated[Whole, Bound(_HNSW + "ef-construction", ge=8, le=4096)] = 200
+    ef_search: Annotated[Whole, Bound(_HNSW + "ef-search", ge=1, le=MAX_EF_SEARCH)] | Literal[
+        "auto"] = 128
+    audit_rate: Annotated[Real, Bound(_HNSW + "audit-rate", ge=0, le=1)] = 0.01
+    audit_floor: Annotated[Real, Bound(_HNSW + "audit-floor", gt=0, le=1)] = 0.95
 
     def __post_init__(self) -> None:
         check_bounds(self)
+
+    @property
+    def first_ef(self) -> int:
+        """The ef a search starts with."""
+        return AUTO_EF_START if self.ef_search == "auto" else self.ef_search
 
 
 DEFAULT_HNSW = HnswParams()
@@ -77,7 +91,15 @@ class HnswGraph:
 
     def __init__(self, index: faiss.Index, ef_search: int) -> None:
         self._index = index
-        self._params = faiss.SearchParametersHNSW(efSearch=ef_search)  # type: ignore[attr-defined]
+        self.ef_search = ef_search
+
+    @property
+    def ef_search(self) -> int:
+        return int(self._params.efSearch)
+
+    @ef_search.setter
+    def ef_search(self, ef: int) -> None:
+        self._params = faiss.SearchParametersHNSW(efSearch=ef)  # type: ignore[attr-defined]
 
     @classmethod
     def build(cls, vectors: np.ndarray, params: HnswParams, path: Path) -> HnswGraph:
@@ -86,7 +108,7 @@ class HnswGraph:
         for start in range(0, vectors.shape[0], 65_536):
             index.add(np.ascontiguousarray(vectors[start:start + 65_536], dtype=np.float32))
         faiss.write_index(index, str(path))
-        return cls(index, params.ef_search)
+        return cls(index, params.first_ef)
 
     @classmethod
     def load(cls, path: Path, ef_search: int) -> HnswGraph:

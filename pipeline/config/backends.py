@@ -43,7 +43,8 @@ def port_factory_for(settings: Settings) -> PortFactory:
     backend = settings.search.backend
     if backend == "embedded":
         embedded = settings.search.embedded
-        return partial(EmbeddedStore.open, embedded.path, embedded.index, embedded.hnsw)
+        return partial(EmbeddedStore.open, embedded.path, embedded.index, embedded.hnsw,
+                       counters.count)
     if backend == "elasticsearch":
         return partial(ElasticsearchPort.open, settings.search.elasticsearch, counters.count)
     raise ConfigError("search.backend", backend, "is not a known backend")
@@ -66,7 +67,7 @@ def pinned_port_factory(settings: Settings) -> Iterator[tuple[PortFactory, Path 
     lease = VersionLease.take(Path(embedded.path))
     try:
         yield partial(EmbeddedStore.open, str(lease.folder), embedded.index,
-                      embedded.hnsw), lease.folder
+                      embedded.hnsw, counters.count), lease.folder
     finally:
         lease.release()
 

@@ -8,6 +8,7 @@ Results: one row per query, the fields of a JSONL result line as nested columns.
 
 from __future__ import annotations
 
+import dataclasses
 import types
 import typing
 from collections.abc import Iterator
@@ -84,7 +85,7 @@ _SCALARS = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.boo
 
 def arrow_type(annotation: Any) -> pa.DataType:
     """The Arrow type of a field of our records: scalars, `X | None`, `tuple[X, ...]`,
-    nested models."""
+    nested models and dataclasses."""
     if annotation in _SCALARS:
         return _SCALARS[annotation]
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
@@ -96,6 +97,10 @@ def arrow_type(annotation: Any) -> pa.DataType:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return pa.struct([(name, arrow_type(field.annotation))
                           for name, field in annotation.model_fields.items()])
+    if dataclasses.is_dataclass(annotation):
+        hints = typing.get_type_hints(annotation)
+        return pa.struct([(f.name, arrow_type(hints[f.name]))
+                          for f in dataclasses.fields(annotation)])
     raise TypeError(f"no Arrow type for {annotation!r}")
 
 

@@ -13,6 +13,7 @@ from pipeline.config.backends import embedder_tag
 from pipeline.config.settings import Settings
 from stages.dedup import KeyedDedup
 from stages.embed import EmbedQueries, not_embedded
+from stages.fetch_content import FetchContent
 from stages.fusion import RrfFusion
 from stages.identity import IdentityNormalize
 from stages.internal_errors import HandlesErrors
@@ -32,8 +33,9 @@ class EvidenceOutputs(NamedTuple):
 
 class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], EvidenceOutputs]):
     """Embed -> Recall -> IdentityNormalize [-> RrfFusion] -> KeyedDedup -> PerDocCap
-    [-> ScoreFloor] -> TopN -> Project. RrfFusion runs in hybrid recall only, ScoreFloor when
-    `rag.min-score` is set.
+    [-> ScoreFloor] -> TopN -> FetchContent -> Project. RrfFusion runs in hybrid recall only,
+    ScoreFloor when `rag.min-score` is set; FetchContent reads the contents of the blocks that
+    survived, from a port that answered without them (the embedded store).
 
     Element-wise per query (no shuffle), so it runs on bounded and unbounded input alike.
 
@@ -80,11 +82,13 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
         )
         if rag.min_score is not None:
             kept = kept | "ScoreFloor" >> ScoreFloor(rag.min_score).with_error_handler(handler)
-        results = (
+        fetched = (
             kept
             | "TopN" >> TopN(rag.return_n).with_error_handler(handler)
-            | "Project" >> Project(self._settings.projection).with_error_handler(handler)
+            | "FetchContent" >> FetchContent(self._port_factory).with_error_handler(handler)
         )
-        dead_letters.append(recalled.dead_letter)
+        results = fetched.candidates | "Project" >> Project(
+            self._settings.projection).with_error_handler(handler)
+        dead_letters += [recalled.dead_letter, fetched.dead_letter]
         return EvidenceOutputs(results, tuple(dead_letters)
                                | "EvidenceDeadLetters" >> beam.Flatten())

@@ -73,6 +73,7 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
         result = pipeline.run()
         result.wait_until_finish()
         summary = summarize(result, time.monotonic() - started, io.counts)
+        _warn_on_low_recall(summary, settings)
         write_manifest(io.manifest,
                        run_manifest(settings, io, summary, options, began, _now(), version))
         return summary
@@ -80,3 +81,12 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
 
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
+
+
+def _warn_on_low_recall(summary: RunSummary, settings: Settings) -> None:
+    hnsw, recall = settings.search.embedded.hnsw, summary.hnsw_recall
+    if recall is not None and recall < hnsw.audit_floor:
+        _log.warning("the HNSW search's recall@k on this run's audited queries is %.3f, below "
+                     "search.embedded.hnsw.audit-floor=%s: raise search.embedded.hnsw.ef-search "
+                     "(or set it to auto), or use search.embedded.index: flat", recall,
+                     hnsw.audit_floor)

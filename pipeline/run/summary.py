@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from apache_beam.runners.runner import PipelineResult
 
+from connectors import events
 from stages import counters
 
 REPORTED = counters.SUMMARY
@@ -29,6 +30,12 @@ class RunSummary:
         return c[counters.QUERIES] == (c[counters.RESULTS] + c[counters.DEAD_LETTERS]
                                        + c.get(counters.EVIDENCE_UNCHANGED, 0))
 
+    @property
+    def hnsw_recall(self) -> float | None:
+        """The HNSW search's recall@k on the queries it audited (None when none was)."""
+        expected = self.counts.get(events.HNSW_EXPECTED, 0)
+        return self.counts.get(events.HNSW_FOUND, 0) / expected if expected else None
+
     def to_dict(self) -> dict[str, object]:
         """The summary as `run --summary FILE` writes it."""
         return {"counts": self.counts, "seconds": round(self.seconds, 3),
@@ -41,10 +48,25 @@ class RunSummary:
         return [
             *(f"{name:>22}: {c.get(name, 'n/a (the runner reports no metrics)')}"
               for name in REPORTED),
+            *self._hnsw_lines(),
             f"{'seconds':>22}: {self.seconds:.2f}",
             f"{'queries/s':>22}: {rate:.1f}",
             self._balance(verdict),
         ]
+
+    def _hnsw_lines(self) -> list[str]:
+        c, recall = self.counts, self.hnsw_recall
+        if recall is None:
+            return []
+        lines = [f"{'hnsw recall@k':>22}: {recall:.3f} (audited on "
+                 f"{c.get(events.HNSW_AUDITED, 0)} queries)"]
+        if c.get(events.HNSW_SETTLED):
+            ef = c.get(events.HNSW_EF, 0) / c[events.HNSW_SETTLED]
+            exact = c.get(events.HNSW_EXACT, 0)
+            lines.append(f"{'hnsw ef-search (auto)':>22}: {ef:.0f}" + (
+                f"; exact search instead in {exact} of {c[events.HNSW_SETTLED]} calibrations"
+                if exact else ""))
+        return lines
 
     def _balance(self, verdict: str) -> str:
         c = self.counts

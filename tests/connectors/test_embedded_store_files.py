@@ -61,6 +61,7 @@ def test_an_hnsw_store_reports_its_recall_and_finds_the_exact_neighbours(
     assert note is not None and note.startswith("hnsw index (m=16, ef-construction=200, "
                                                 "ef-search=64): recall@20 ")
     assert float(note.split("recall@20 ")[1].split()[0]) >= 0.9
+    assert "on 500 perturbed stored rows, which lie next to the data" in note
     store = EmbeddedStore.open(tmp_path / "store", "hnsw", HnswParams(ef_search=200))
     query = unit_vectors(1, dim=16, seed=5)[0]
     exact = top_rows((vectors @ query)[np.newaxis, :], 10)[0][0]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from stages.fusion import RrfSettings, fuse_reciprocal_rank
@@ -21,8 +23,8 @@ def _hits() -> list:
 
 def _ranked(hits: list) -> list:
     # ranks as Recall sets them: position within each sub-query's list
-    return [h.model_copy(update={"retrievers": (h.retrievers[0].model_copy(
-        update={"rank": rank}),)}) for h, rank in zip(hits, [1, 2, 1, 2], strict=True)]
+    return [replace(h, retrievers=(replace(h.retrievers[0], rank=rank),))
+            for h, rank in zip(hits, [1, 2, 1, 2], strict=True)]
 
 
 def test_a_chunk_found_both_ways_is_one_candidate_with_both_reasons() -> None:

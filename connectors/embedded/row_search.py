@@ -1,0 +1,101 @@
+"""The embedded store's search over row numbers: kNN (exact, or an HNSW graph) in blocks of
+queries, exact kNN over a filter's rows, and BM25; hits are (rows, scores), nothing read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from connectors.embedded.lexical import LexicalIndex
+from connectors.embedded.metadata_filter import FilterIndex
+from connectors.embedded.top_k import top_rows
+from connectors.embedded.vector_search import exact_neighbours, subset_neighbours
+from connectors.errors import DimensionMismatchError, KnowledgeSearchError
+from connectors.search_port import SearchRequest
+from connectors.vectors import NO_DIRECTION, unit_rows
+
+BLOCK_ROWS = 256
+Rows = tuple[np.ndarray, np.ndarray]
+"""A request's hits: rows best first, and their scores as reported ((1 + cosine) / 2 for kNN,
+BM25 for text)."""
+RowOutcome = Rows | KnowledgeSearchError
+Neighbours = Callable[[np.ndarray, list[int]], list[tuple[np.ndarray, np.ndarray]]]
+"""(unit queries, k of each) -> per query: rows best first and their cosine similarities."""
+
+
+class RowSearch:
+    """Answers search requests with rows and scores; see `EmbeddedStore` for the order of
+    hits and the scales of scores."""
+
+    def __init__(self, vectors: np.ndarray, filters: FilterIndex, lexical: LexicalIndex,
+                 neighbours: Neighbours | None = None) -> None:
+        self._vectors = vectors
+        self._filters = filters
+        self._lexical = lexical
+        self._neighbours = neighbours or self._exact
+
+    def search(self, requests: Sequence[SearchRequest]) -> list[RowOutcome]:
+        empty = (np.empty(0, np.int64), np.empty(0, np.float32))
+        outcomes: list[RowOutcome] = [empty for _ in requests]
+        if not len(self._vectors):
+            return outcomes
+        dense = [i for i, r in enumerate(requests)
+                 if r.vector is not None and self._fits(r, outcomes, i)]
+        for start in range(0, len(dense), BLOCK_ROWS):
+            self._search_block(requests, dense[start:start + BLOCK_ROWS], outcomes)
+        for i, request in enumerate(requests):
+            if request.text is not None:
+                outcomes[i] = self._lexical_top_k(request)
+        return outcomes
+
+    def _fits(self, request: SearchRequest, outcomes: list[RowOutcome], i: int) -> bool:
+        assert request.vector is not None
+        dimension = self._vectors.shape[1]
+        if len(request.vector) == dimension:
+            return True
+        outcomes[i] = KnowledgeSearchError(str(DimensionMismatchError(
+            "vector", len(request.vector), dimension)))
+        return False
+
+    def _search_block(self, requests: Sequence[SearchRequest], block: list[int],
+                      outcomes: list[RowOutcome]) -> None:
+        queries, usable = unit_rows([requests[i].vector or () for i in block])
+        for unusable in np.flatnonzero(~usable).tolist():
+            outcomes[block[unusable]] = KnowledgeSearchError(
+                f"vector {NO_DIRECTION}: cosine similarity is undefined")
+        block = [i for row, i in enumerate(block) if usable[row]]
+        queries = queries[usable]
+        plain = [row for row, i in enumerate(block) if not requests[i].filters]
+        if plain:
+            ks = [requests[block[row]].k for row in plain]
+            for row, (top, cosines) in zip(plain, self._neighbours(queries[plain], ks),
+                                           strict=True):
+                outcomes[block[row]] = top, _reported(cosines)
+        for row, i in enumerate(block):
+            if requests[i].filters:
+                matching = self._filters.matching_rows(requests[i].filters)
+                assert matching is not None
+                top, cosines = subset_neighbours(self._vectors, queries[row], matching,
+                                                 requests[i].k)
+                outcomes[i] = top, _reported(cosines)
+
+    def _exact(self, queries: np.ndarray, ks: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+        return exact_neighbours(self._vectors, queries, ks)
+
+    def _lexical_top_k(self, request: SearchRequest) -> Rows:
+        assert request.text is not None
+        scores = self._lexical.scores(request.text)
+        rows = self._filters.matching_rows(request.filters)
+        if rows is None:
+            ((top, best),) = top_rows(scores[np.newaxis, :], request.k)
+        else:
+            ((top, best),) = top_rows(scores[rows][np.newaxis, :], request.k)
+            top = rows[top]
+        matching = best > 0
+        return top[matching], best[matching]
+
+
+def _reported(cosines: np.ndarray) -> np.ndarray:
+    """Cosine similarities on the scale Elasticsearch reports for cosine, (1 + cosine) / 2."""
+    return (1.0 + cosines.astype(np.float64)) / 2.0

@@ -1,0 +1,83 @@
+"""FetchContent: read the content of the candidates that survived TopN, and only theirs (late
+materialization: a port that answers without contents is asked for a few, not every hit)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import apache_beam as beam
+from apache_beam import pvalue
+
+from connectors.errors import KnowledgeSearchError
+from connectors.search_port import KnowledgeSearchPort, LateContentPort, PortFactory
+from stages.dead_letters import DEAD_LETTER, routed
+from stages.internal_errors import HandlesErrors
+from stages.models import Candidate, DeadLetter, QueryCandidates
+from stages.owning_dofn import OwningDoFn
+
+
+def with_contents(element: QueryCandidates, port: KnowledgeSearchPort | None
+                  ) -> QueryCandidates | DeadLetter:
+    """`element` with every candidate's content read (those that have one pass as they are);
+    a content that cannot be read dead-letters the query."""
+    missing = [c for c in element.candidates if c.content is None]
+    if not missing:
+        return element
+    try:
+        if not isinstance(port, LateContentPort):
+            raise KnowledgeSearchError("the port gave hits without content and cannot read "
+                                       "contents")
+        contents = iter(port.contents([c.ref for c in missing if c.ref is not None]))
+        filled = [c if c.content is not None else _read(c, contents)
+                  for c in element.candidates]
+    except KnowledgeSearchError as error:
+        return _letter(element, error)
+    return QueryCandidates(element.query_id, tuple(filled))
+
+
+def _letter(element: QueryCandidates, error: KnowledgeSearchError) -> DeadLetter:
+    return DeadLetter(stage="recall", query_id=element.query_id,
+                      error=f"reading the content of its evidence failed: {error}")
+
+
+def _read(candidate: Candidate, contents: Iterator[str]) -> Candidate:
+    if candidate.ref is None:
+        raise KnowledgeSearchError(f"{candidate.evidence_key} came without content or a ref")
+    return replace(candidate, content=next(contents))
+
+
+class _FetchDoFn(OwningDoFn[KnowledgeSearchPort]):
+    """Opens its port on the first candidate without content (never, for a port that gives
+    contents with its hits)."""
+
+    def setup(self) -> None:
+        return None
+
+    def process(self, element: QueryCandidates
+                ) -> Iterator[QueryCandidates | pvalue.TaggedOutput]:
+        port: KnowledgeSearchPort | None = None
+        if any(c.content is None for c in element.candidates):
+            try:
+                port = self.owned()
+            except KnowledgeSearchError as error:
+                yield from routed([_letter(element, error)])
+                return
+        yield from routed([with_contents(element, port)])
+
+
+class FetchContent(HandlesErrors, beam.PTransform[beam.PCollection[QueryCandidates],
+                                                  pvalue.DoOutputsTuple]):
+    """QueryCandidates -> the same with contents read (main `candidates`), or DeadLetter (tag
+    `dead_letter`) when they cannot be.
+
+    >>> fetched = best | FetchContent(port_factory)  # doctest: +SKIP
+    """
+
+    def __init__(self, port_factory: PortFactory) -> None:
+        super().__init__()
+        self._fn = _FetchDoFn(port_factory)
+
+    def expand(self, element: beam.PCollection[QueryCandidates]) -> pvalue.DoOutputsTuple:
+        return element | "ReadContents" >> self._guarded(
+            beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main="candidates"))
