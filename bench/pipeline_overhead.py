@@ -61,8 +61,8 @@ def raw_search(store: EmbeddedStore, queries: np.ndarray, k: int, batch: int,
         requests = [SearchRequest(vector=tuple(q.tolist()), k=k)
                     for q in queries[start:start + batch]]
         for outcome in store.search_chunks(requests):
-            assert isinstance(outcome, list)
-            hits += len(store.contents([h.ref for h in outcome[:keep] if h.ref]))
+            assert not isinstance(outcome, Exception)
+            hits += len(store.contents([r for r in outcome.refs[:keep] if r]))
     return hits
 
 
@@ -88,8 +88,8 @@ def store_batch_search(store: EmbeddedStore, queries: np.ndarray, k: int, keep: 
 
     def search() -> None:
         for outcome in store.search_chunks(requests):
-            assert isinstance(outcome, list)
-            store.contents([h.ref for h in outcome[:keep] if h.ref])
+            assert not isinstance(outcome, Exception)
+            store.contents([r for r in outcome.refs[:keep] if r])
     return _timed(search)[0]
 
 

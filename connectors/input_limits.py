@@ -76,8 +76,8 @@ def _may_hold_a_long_integer(value: Any) -> bool:
     if isinstance(value, dict):
         return any(_may_hold_a_long_integer(item) for item in value.values())
     if isinstance(value, list):
-        try:
-            return max(map(abs, value), default=0.0) >= _OUTSIDE_INT64
+        try:  # a vector: two passes in C, no object made per component
+            return bool(value) and (max(value) >= _OUTSIDE_INT64 or min(value) <= -_OUTSIDE_INT64)
         except TypeError:  # not all numbers
             return any(_may_hold_a_long_integer(item) for item in value)
     return False

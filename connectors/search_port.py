@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -48,17 +49,13 @@ class SearchHit(BaseModel):
 SearchOutcome = list[SearchHit] | KnowledgeSearchError
 
 
-class ContentRef(NamedTuple):
-    """Where a hit's content is, for a port that reads it late: the store version the hit
-    came from, and its row there."""
-
-    version: str
-    row: int
+ContentRef = tuple[str, int]
+"""Where a hit's content is, for a port that reads it late: the store version the hit came
+from, and its row there."""
 
 
-@dataclass(frozen=True, slots=True)
-class ChunkHit:
-    """A hit as the pipeline carries it: its id and score, its identity resolved from its
+class ChunkHit(NamedTuple):
+    """One hit as the pipeline sees it: its id and score, its identity resolved from its
     metadata, and its content, or (`content` None) where to read it once it is known to be
     needed (`ref`, see `LateContentPort`)."""
 
@@ -74,7 +71,33 @@ class ChunkHit:
         return cls(hit.id, hit.score, resolve_identity(hit.metadata), hit.content)
 
 
-ChunkOutcome = list[ChunkHit] | KnowledgeSearchError
+@dataclass(frozen=True)
+class ChunkHits:
+    """One request's hits, best first, as columns (one list per field of `ChunkHit`): what
+    flows from a port into the pipeline, without an object per hit."""
+
+    ids: Sequence[str | None]
+    scores: Sequence[float]
+    identities: Sequence[Identity]
+    contents: Sequence[str | None]
+    refs: Sequence[ContentRef | None]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __iter__(self) -> Iterator[ChunkHit]:
+        """The hits one by one."""
+        return map(ChunkHit, self.ids, self.scores, self.identities, self.contents, self.refs)
+
+    @classmethod
+    def of(cls, hits: Sequence[SearchHit]) -> ChunkHits:
+        """A port's `SearchHit`s (contents and metadata given)."""
+        return cls([h.id for h in hits], [h.score for h in hits],
+                   [resolve_identity(h.metadata) for h in hits], [h.content for h in hits],
+                   [None] * len(hits))
+
+
+ChunkOutcome = ChunkHits | KnowledgeSearchError
 
 
 @runtime_checkable
@@ -110,18 +133,36 @@ PortFactory = Callable[[], KnowledgeSearchPort]
 
 
 @runtime_checkable
-class LateContentPort(KnowledgeSearchPort, Protocol):
-    """A port that answers without reading contents, and reads them only for the hits that
-    survive post-processing (late materialization).
+class ColumnPort(KnowledgeSearchPort, Protocol):
+    """A port that answers in columns (`ChunkHits`), its hits' identities resolved, without an
+    object per hit.
 
-    Contract, besides `KnowledgeSearchPort`'s:
-    - `search_chunks` answers as `search` does, with `ChunkHit`s whose identity is resolved and
-      whose content is None, `ref` saying where it is.
-    - `contents(refs)` returns the content of each ref, in order; a ref of another version of
-      the store than the one this port reads is read from that version, while it exists.
-      Raises `KnowledgeSearchError` when a ref cannot be read.
+    Contract, besides `KnowledgeSearchPort`'s: `search_chunks` answers as `search` does; a hit's
+    content is given, or (a `LateContentPort`) None with a ref saying where it is.
     """
 
     def search_chunks(self, requests: Sequence[SearchRequest]) -> list[ChunkOutcome]: ...
 
+
+@runtime_checkable
+class LateContentPort(ColumnPort, Protocol):
+    """A port that answers without reading contents, and reads them only for the hits that
+    survive post-processing (late materialization).
+
+    Contract, besides `ColumnPort`'s: `contents(refs)` returns the content of each ref, in
+    order; a ref of another version of the store than the one this port reads is read from
+    that version, while it exists. Raises `KnowledgeSearchError` when a ref cannot be read.
+    """
+
     def contents(self, refs: Sequence[ContentRef]) -> list[str]: ...
+
+
+def can(port: object, method: str) -> bool:
+    """Whether `port` has `method` (`search_chunks`, `contents`): asked once per port type, since
+    a protocol's `isinstance` costs more than a search of one query."""
+    return _can(cast(Hashable, type(port)), method)
+
+
+@functools.cache
+def _can(port_type: Hashable, method: str) -> bool:
+    return callable(getattr(port_type, method, None))

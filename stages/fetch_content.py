@@ -3,32 +3,41 @@ materialization: a port that answers without contents is asked for a few, not ev
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Sequence
+from typing import cast
 
 import apache_beam as beam
 from apache_beam import pvalue
 
 from connectors.errors import KnowledgeSearchError
-from connectors.search_port import KnowledgeSearchPort, LateContentPort, PortFactory
+from connectors.search_port import (
+    ContentRef,
+    KnowledgeSearchPort,
+    LateContentPort,
+    PortFactory,
+    can,
+)
 from stages.dead_letters import DEAD_LETTER, routed
 from stages.internal_errors import HandlesErrors
 from stages.models import Candidate, DeadLetter, QueryCandidates
 from stages.owning_dofn import OwningDoFn
 
+ReadContents = Callable[[Sequence[ContentRef]], list[str]]
+"""A `LateContentPort`'s `contents`."""
 
-def with_contents(element: QueryCandidates, port: KnowledgeSearchPort | None
+
+def with_contents(element: QueryCandidates, read: ReadContents | None
                   ) -> QueryCandidates | DeadLetter:
-    """`element` with every candidate's content read (those that have one pass as they are);
-    a content that cannot be read dead-letters the query."""
+    """`element` with every candidate's content read by `read` (those that have one pass as
+    they are); a content that cannot be read dead-letters the query."""
     missing = [c for c in element.candidates if c.content is None]
     if not missing:
         return element
     try:
-        if not isinstance(port, LateContentPort):
+        if read is None:
             raise KnowledgeSearchError("the port gave hits without content and cannot read "
                                        "contents")
-        contents = iter(port.contents([c.ref for c in missing if c.ref is not None]))
+        contents = iter(read([c.ref for c in missing if c.ref is not None]))
         filled = [c if c.content is not None else _read(c, contents)
                   for c in element.candidates]
     except KnowledgeSearchError as error:
@@ -44,7 +53,7 @@ def _letter(element: QueryCandidates, error: KnowledgeSearchError) -> DeadLetter
 def _read(candidate: Candidate, contents: Iterator[str]) -> Candidate:
     if candidate.ref is None:
         raise KnowledgeSearchError(f"{candidate.evidence_key} came without content or a ref")
-    return replace(candidate, content=next(contents))
+    return candidate._replace(content=next(contents))
 
 
 class _FetchDoFn(OwningDoFn[KnowledgeSearchPort]):
@@ -56,14 +65,15 @@ class _FetchDoFn(OwningDoFn[KnowledgeSearchPort]):
 
     def process(self, element: QueryCandidates
                 ) -> Iterator[QueryCandidates | pvalue.TaggedOutput]:
-        port: KnowledgeSearchPort | None = None
+        read: ReadContents | None = None
         if any(c.content is None for c in element.candidates):
             try:
                 port = self.owned()
             except KnowledgeSearchError as error:
                 yield from routed([_letter(element, error)])
                 return
-        yield from routed([with_contents(element, port)])
+            read = cast(LateContentPort, port).contents if can(port, "contents") else None
+        yield from routed([with_contents(element, read)])
 
 
 class FetchContent(HandlesErrors, beam.PTransform[beam.PCollection[QueryCandidates],

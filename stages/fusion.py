@@ -4,7 +4,7 @@ key. Everything specific to a search backend stays behind the port; this only se
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Annotated, Literal
 
@@ -46,7 +46,7 @@ def fuse_reciprocal_rank(candidates: Sequence[Candidate], rrf: RrfSettings) -> l
     for candidate in sorted(candidates, key=lambda c: (_best_rank(c), c.recall_order)):
         kept = fused.get(candidate.evidence_key)
         fused[candidate.evidence_key] = candidate if kept is None else absorb(kept, candidate)
-    return [replace(c, score=_rrf_score(c, rrf)) for c in fused.values()]
+    return [c._replace(score=_rrf_score(c, rrf)) for c in fused.values()]
 
 
 def _best_rank(candidate: Candidate) -> int:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from stages.models import Candidate, RetrieverHit
 
 
@@ -24,4 +22,4 @@ def absorb(kept: Candidate, other: Candidate) -> Candidate:
     retrievers = merged_retrievers(kept.retrievers, other.retrievers)
     if reasons == kept.hit_reasons and retrievers == kept.retrievers:
         return kept
-    return replace(kept, hit_reasons=reasons, retrievers=retrievers)
+    return kept._replace(hit_reasons=reasons, retrievers=retrievers)

@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 import apache_beam as beam
 
 from connectors import chunk_identity
-from connectors.chunk_identity import chunk_key, evidence_key
+from connectors.chunk_identity import Identity, chunk_key, evidence_key
+from connectors.search_port import ContentRef
 from stages import counters
 from stages.internal_errors import HandlesErrors
 from stages.models import Candidate, QueryCandidates, QueryHits, RecalledHit, RetrieverHit
@@ -36,17 +37,26 @@ def to_candidate(recalled: RecalledHit, report: Report = _ignore) -> Candidate:
     identity was resolved from its metadata where the port read the hit
     (`connectors.chunk_identity.resolve_identity`), and what that ran into is reported here."""
     hit = recalled.hit
-    doc_id, chunk_index, named_source, flags = hit.identity
-    for flag, counter in _FLAG_COUNTERS:
-        if flags & flag:
-            report(counter)
+    return _candidate(hit.id, hit.score, hit.identity, hit.content, hit.ref, recalled.reason,
+                      recalled.recall_order, recalled.rank, report)
+
+
+def _candidate(hit_id: str | None, score: float, identity: Identity, content: str | None,
+               ref: ContentRef | None, reason: str, recall_order: int, rank: int,
+               report: Report) -> Candidate:
+    doc_id, chunk_index, named_source, flags = identity
+    if flags:
+        for flag, counter in _FLAG_COUNTERS:
+            if flags & flag:
+                report(counter)
     if doc_id is None or chunk_index is None:
         report(FALLBACK_IDENTITY)
-    key = evidence_key(doc_id, chunk_index, hit.id, named_source or doc_id or "",
-                       hit.content or "")
-    return Candidate(key, doc_id, chunk_index, named_source or doc_id or key, hit.content,
-                     hit.score, (recalled.reason,), recalled.recall_order,
-                     (RetrieverHit(recalled.reason, recalled.rank, hit.score),), hit.ref)
+        key = evidence_key(doc_id, chunk_index, hit_id, named_source or doc_id or "",
+                           content or "")
+    else:
+        key = chunk_key(doc_id, chunk_index)
+    return Candidate(key, doc_id, chunk_index, named_source or doc_id or key, content, score,
+                     (reason,), recall_order, (RetrieverHit(reason, rank, score),), ref)
 
 
 def normalize_identities(hits: Sequence[RecalledHit], report: Report = _ignore) -> list[Candidate]:
@@ -54,9 +64,18 @@ def normalize_identities(hits: Sequence[RecalledHit], report: Report = _ignore) 
     return [to_candidate(hit, report) for hit in hits]
 
 
+def candidates_of(query_hits: QueryHits, report: Report = _ignore) -> list[Candidate]:
+    """IdentityNormalize over one query's hits as they come from Recall (columns)."""
+    found = query_hits.found
+    return [_candidate(hit_id, score, identity, content, ref, reason, order, rank, report)
+            for order, (hit_id, score, identity, content, ref, reason, rank) in enumerate(zip(
+                found.ids, found.scores, found.identities, found.contents, found.refs,
+                query_hits.reasons, query_hits.ranks, strict=True))]
+
+
 def _normalize(query_hits: QueryHits) -> QueryCandidates:
-    candidates = normalize_identities(query_hits.hits, counters.count)
-    return QueryCandidates(query_id=query_hits.query_id, candidates=tuple(candidates))
+    return QueryCandidates(query_hits.query_id,
+                           tuple(candidates_of(query_hits, counters.count)))
 
 
 class IdentityNormalize(HandlesErrors, beam.PTransform[beam.PCollection[QueryHits],

@@ -5,13 +5,21 @@ they cross the edge; what flows between the steps in between is plain frozen dat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from connectors.input_limits import Vector, check_filters, check_text, check_vector
-from connectors.search_port import ChunkHit, ContentRef, FilterValue
+from connectors.search_port import ChunkHit, ChunkHits, ContentRef, FilterValue
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -89,16 +97,14 @@ class Query(BaseModel):
         return self
 
 
-@dataclass(frozen=True, slots=True)
-class EmbeddedQuery:
+class EmbeddedQuery(NamedTuple):
     """A query after the Embed step: its text's vector when it was embedded."""
 
     query: Query
     text_vector: tuple[float, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RecalledHit:
+class RecalledHit(NamedTuple):
     """A port hit, the sub-query that found it, its rank in that sub-query's list (from 1)
     and its position in recall order."""
 
@@ -108,22 +114,38 @@ class RecalledHit:
     rank: int = 1
 
 
-@dataclass(frozen=True, slots=True)
-class RetrieverHit:
+class RetrieverHit(NamedTuple):
     """Where one retriever (a sub-query, named by its reason) ranked a chunk, and its raw
-    score there."""
+    score there (an object of the three in a result)."""
 
     reason: str
     rank: int
     score: float
 
 
-@dataclass(frozen=True, slots=True)
-class QueryHits:
-    """Everything recalled for one query."""
+class QueryHits(NamedTuple):
+    """Everything recalled for one query, in recall order, as columns: each hit (see
+    `ChunkHits`), the sub-query that found it (`reasons`) and its rank there (`ranks`, from
+    1); a hit's position is its recall order."""
 
     query_id: str
-    hits: tuple[RecalledHit, ...]
+    found: ChunkHits
+    reasons: Sequence[str]
+    ranks: Sequence[int]
+
+    @property
+    def hits(self) -> tuple[RecalledHit, ...]:
+        """The hits one by one."""
+        return tuple(map(RecalledHit, self.found, self.reasons, range(len(self.reasons)),
+                         self.ranks))
+
+    @classmethod
+    def of(cls, query_id: str, hits: Sequence[RecalledHit]) -> QueryHits:
+        """One query's hits given one by one."""
+        found = ChunkHits(*(list(column) for column in zip(*(h.hit for h in hits),
+                                                            strict=True))) if hits else (
+            ChunkHits([], [], [], [], []))
+        return cls(query_id, found, [h.reason for h in hits], [h.rank for h in hits])
 
 
 class ChunkEvidence(BaseModel):
@@ -140,12 +162,16 @@ class ChunkEvidence(BaseModel):
     hit_reasons: tuple[str, ...]
     retrievers: tuple[RetrieverHit, ...] = ()
 
+    @field_serializer("retrievers")
+    def _retrievers_as_objects(self, retrievers: tuple[RetrieverHit, ...]
+                               ) -> list[dict[str, Any]]:
+        return [r._asdict() for r in retrievers]
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
+
+class Candidate(NamedTuple):
     """A recalled chunk with its identity resolved, between post-processing stages: plain
-    data, validated at the edges. `content` is None until it is read (`ref` says where),
-    just before projection; its place in recall order breaks score ties."""
+    data (a tuple), validated at the edges. `content` is None until it is read (`ref` says
+    where), just before projection; its place in recall order breaks score ties."""
 
     evidence_key: str
     doc_id: str | None
@@ -159,8 +185,7 @@ class Candidate:
     ref: ContentRef | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class QueryCandidates:
+class QueryCandidates(NamedTuple):
     """One query's candidates between post-processing stages."""
 
     query_id: str
@@ -174,21 +199,25 @@ class EvidenceBlock(ChunkEvidence):
 
     @classmethod
     def ranked(cls, candidate: Candidate, rank: int) -> EvidenceBlock:
-        """`candidate` (its content read) as the block at `rank`; built from checked parts,
-        not validated again.
+        """`candidate` (its content read) as the block at `rank` (see `block_fields`)."""
+        return cls.model_validate(block_fields(candidate, rank))
 
-        Raises:
-            ValueError: the candidate's content was never read (FetchContent comes before
-                Project).
-        """
-        if candidate.content is None:
-            raise ValueError(f"the content of {candidate.evidence_key} was never read "
-                             "(FetchContent comes before Project)")
-        return cls.model_construct(
-            evidence_key=candidate.evidence_key, doc_id=candidate.doc_id,
-            chunk_index=candidate.chunk_index, source=candidate.source,
-            content=candidate.content, score=candidate.score,
-            hit_reasons=candidate.hit_reasons, retrievers=candidate.retrievers, rank=rank)
+
+def block_fields(candidate: Candidate, rank: int) -> dict[str, Any]:
+    """What the evidence block of `candidate` at `rank` holds.
+
+    Raises:
+        ValueError: the candidate's content was never read (FetchContent comes before
+            Project).
+    """
+    if candidate.content is None:
+        raise ValueError(f"the content of {candidate.evidence_key} was never read "
+                         "(FetchContent comes before Project)")
+    return {"evidence_key": candidate.evidence_key, "doc_id": candidate.doc_id,
+            "chunk_index": candidate.chunk_index, "source": candidate.source,
+            "content": candidate.content, "score": candidate.score,
+            "hit_reasons": candidate.hit_reasons, "retrievers": candidate.retrievers,
+            "rank": rank}
 
 
 class ProjectedItem(BaseModel):

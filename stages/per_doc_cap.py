@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from functools import partial
 
@@ -24,13 +23,15 @@ def cap_chunks_per_document(candidates: Sequence[Candidate], max_per_doc: int) -
         OutOfBoundsError: `max_per_doc` is below 1 (a ValueError).
     """
     MAX_CHUNKS_PER_DOCUMENT.check(max_per_doc)
-    taken: Counter[str] = Counter()
+    taken: dict[str, int] = {}
     kept: list[Candidate] = []
     for candidate in ranked(candidates):
-        if candidate.doc_id is not None:
-            if taken[candidate.doc_id] >= max_per_doc:
+        doc_id = candidate.doc_id
+        if doc_id is not None:
+            count = taken.get(doc_id, 0)
+            if count >= max_per_doc:
                 continue
-            taken[candidate.doc_id] += 1
+            taken[doc_id] = count + 1
         kept.append(candidate)
     return kept
 

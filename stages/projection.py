@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar, Protocol
 
 import apache_beam as beam
 
 from connectors.params import PARAMS_CONFIG, Bound, Whole, check_bounds
 from stages.internal_errors import HandlesErrors
-from stages.models import Candidate, EvidenceBlock, ProjectedItem, QueryCandidates, QueryResult
+from stages.models import (
+    Candidate,
+    EvidenceBlock,
+    ProjectedItem,
+    QueryCandidates,
+    QueryResult,
+    block_fields,
+)
 from stages.ranking import ranked
 
 
@@ -29,13 +36,36 @@ class ProjectionBudget:
         check_bounds(self)
 
 
+class Evidence(Protocol):
+    """What projection reads of a block (an `EvidenceBlock`, or a `Candidate` in rank order)."""
+
+    @property
+    def evidence_key(self) -> str: ...
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def content(self) -> str | None: ...
+
+    @property
+    def score(self) -> float: ...
+
+
 def to_evidence_blocks(candidates: Sequence[Candidate]) -> list[EvidenceBlock]:
     """Evidence blocks ranked 1..n in ranking order."""
     return [EvidenceBlock.ranked(c, rank) for rank, c in enumerate(ranked(candidates), start=1)]
 
 
 def project(blocks: Sequence[EvidenceBlock], budget: ProjectionBudget) -> list[ProjectedItem]:
-    """Projects blocks in rank order.
+    """Projects blocks in rank order (see `projected_fields`)."""
+    ordered: list[EvidenceBlock] = sorted(blocks, key=lambda b: b.rank)
+    return [ProjectedItem(**fields) for fields in projected_fields(ordered, budget)]
+
+
+def projected_fields(in_rank_order: Sequence[Evidence], budget: ProjectionBudget
+                     ) -> list[dict[str, Any]]:
+    """The projected items' fields, of blocks given in rank order.
 
     - A block whose evidence key was already projected is skipped; a shared `source` never is.
     - Content longer than `max_chars_per_item` is cut to its first `max_chars_per_item` chars.
@@ -43,32 +73,33 @@ def project(blocks: Sequence[EvidenceBlock], budget: ProjectionBudget) -> list[P
       left, that block and all after it are dropped.
     - At most `max_items` items; blocks past that are dropped.
     """
-    items: list[ProjectedItem] = []
+    items: list[dict[str, Any]] = []
     seen: set[str] = set()
     remaining = budget.max_chars
-    for block in sorted(blocks, key=lambda b: b.rank):
+    for block in in_rank_order:
         if len(items) >= budget.max_items or remaining <= 0:
             break
         if block.evidence_key in seen:
             continue
         seen.add(block.evidence_key)
-        content = block.content[: min(budget.max_chars_per_item, remaining)]
+        content = (block.content or "")[: min(budget.max_chars_per_item, remaining)]
         remaining -= len(content)
-        items.append(ProjectedItem.model_construct(
-            document_id=block.evidence_key, source=block.source, content=content,
-            score=block.score))
+        items.append({"document_id": block.evidence_key, "source": block.source,
+                      "content": content, "score": block.score})
     return items
 
 
 def assemble_result(element: QueryCandidates, budget: ProjectionBudget) -> QueryResult:
-    """Ranks a query's final candidates as evidence and adds their Agent projection.
+    """Ranks a query's final candidates as evidence and adds their Agent projection; the
+    result is validated here, at the pipeline's edge, in one call.
 
     Raises:
         ValueError: a candidate's content was never read (FetchContent belongs before this).
     """
-    evidence = to_evidence_blocks(element.candidates)
-    return QueryResult.model_construct(query_id=element.query_id, evidence=tuple(evidence),
-                                       projected=tuple(project(evidence, budget)))
+    in_order = ranked(element.candidates)
+    evidence = [block_fields(c, rank) for rank, c in enumerate(in_order, start=1)]
+    return QueryResult.model_validate({"query_id": element.query_id, "evidence": evidence,
+                                       "projected": projected_fields(in_order, budget)})
 
 
 class Project(HandlesErrors,

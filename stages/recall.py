@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from typing import Any, cast
 
 import apache_beam as beam
 from apache_beam import pvalue
@@ -11,17 +12,18 @@ from apache_beam import pvalue
 from connectors.errors import KnowledgeSearchError, RagEvidenceError
 from connectors.params import Bound
 from connectors.search_port import (
-    ChunkHit,
+    ChunkHits,
     ChunkOutcome,
+    ColumnPort,
     KnowledgeSearchPort,
-    LateContentPort,
     PortFactory,
     SearchRequest,
+    can,
 )
 from stages import counters
 from stages.dead_letters import DEAD_LETTER, dead_letter, routed
 from stages.internal_errors import HandlesErrors
-from stages.models import DeadLetter, EmbeddedQuery, QueryHits, RecalledHit
+from stages.models import DeadLetter, EmbeddedQuery, QueryHits
 from stages.owning_dofn import OwningDoFn
 from stages.sub_queries import (
     DEFAULT_MAX_SUB_QUERIES,
@@ -56,34 +58,41 @@ def recall_batch(queries: Sequence[EmbeddedQuery], port: KnowledgeSearchPort, re
     except KnowledgeSearchError as error:
         _log.warning("search batch of %d requests failed: %s", len(requests), error)
         outcomes = [error] * len(requests)
-    hits: list[list[RecalledHit] | RagEvidenceError] = [
-        s if isinstance(s, RagEvidenceError) else [] for s in resolved
-    ]
+    found: list[list[tuple[SubQuery, ChunkHits]] | RagEvidenceError] = [
+        s if isinstance(s, RagEvidenceError) else [] for s in resolved]
     for (i, sub), outcome in zip(owners, outcomes, strict=True):
-        current = hits[i]
+        current = found[i]
         if isinstance(current, RagEvidenceError):
             continue
-        if isinstance(outcome, KnowledgeSearchError):
-            hits[i] = outcome
-            continue
-        start = len(current)
-        current.extend(RecalledHit(h, sub.reason, start + n, n + 1)
-                       for n, h in enumerate(outcome))
-    return [_result(q, h) for q, h in zip(queries, hits, strict=True)]
+        found[i] = outcome if isinstance(outcome, KnowledgeSearchError) else [
+            *current, (sub, outcome)]
+    return [_result(q, f) for q, f in zip(queries, found, strict=True)]
 
 
 def _search(port: KnowledgeSearchPort, requests: list[SearchRequest]) -> list[ChunkOutcome]:
-    if isinstance(port, LateContentPort):
-        return port.search_chunks(requests)
-    return [outcome if isinstance(outcome, KnowledgeSearchError)
-            else [ChunkHit.of(hit) for hit in outcome] for outcome in port.search(requests)]
+    if can(port, "search_chunks"):
+        return cast(ColumnPort, port).search_chunks(requests)
+    return [outcome if isinstance(outcome, KnowledgeSearchError) else ChunkHits.of(outcome)
+            for outcome in port.search(requests)]
 
 
-def _result(embedded: EmbeddedQuery, hits: list[RecalledHit] | RagEvidenceError
+def _result(embedded: EmbeddedQuery, found: list[tuple[SubQuery, ChunkHits]] | RagEvidenceError
             ) -> QueryHits | DeadLetter:
-    if isinstance(hits, RagEvidenceError):
-        return dead_letter(embedded.query, "recall", hits)
-    return QueryHits(embedded.query.id, tuple(hits))
+    """One query's sub-queries' hits, one after another, as the columns of its QueryHits."""
+    if isinstance(found, RagEvidenceError):
+        return dead_letter(embedded.query, "recall", found)
+    if len(found) == 1:
+        sub, hits = found[0]
+        return QueryHits(embedded.query.id, hits, [sub.reason] * len(hits),
+                         range(1, len(hits) + 1))
+    columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
+    for sub, hits in found:
+        for column, values in zip(columns, (hits.ids, hits.scores, hits.identities,
+                                            hits.contents, hits.refs,
+                                            [sub.reason] * len(hits),
+                                            range(1, len(hits) + 1)), strict=True):
+            column.extend(values)
+    return QueryHits(embedded.query.id, ChunkHits(*columns[:5]), columns[5], columns[6])
 
 
 class _RecallDoFn(OwningDoFn[KnowledgeSearchPort]):
@@ -116,7 +125,7 @@ class _RecallDoFn(OwningDoFn[KnowledgeSearchPort]):
             results = recall_batch(batch, port, self._retrieve_k, self._mode,
                                    self._max_sub_queries)
         counters.count(counters.CANDIDATES,
-                       sum(len(r.hits) for r in results if isinstance(r, QueryHits)))
+                       sum(len(r.reasons) for r in results if isinstance(r, QueryHits)))
         yield from routed(results)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from connectors.chunk_identity import DOC_ID, DOC_ID_KEYS, SOURCE
+from connectors.chunk_identity import CHUNK_INDEX_KEYS, DOC_ID, DOC_ID_KEYS, SOURCE, SOURCE_KEYS
 
 LayoutName = Literal["rag-evidence", "langchain", "llamaindex", "haystack"]
 LAYOUT_NAMES: tuple[LayoutName, ...] = ("rag-evidence", "langchain", "llamaindex", "haystack")
@@ -68,6 +68,17 @@ def source_filter(layout: LayoutName, vector_field: str, content_field: str,
     if layout == "llamaindex":
         fetched["excludes"] = [f"{metadata_field}.{LLAMA_NODE_CONTENT}"]
     return fetched
+
+
+def identity_source_filter(layout: LayoutName, content_field: str,
+                           metadata_field: str | None) -> dict[str, list[str]]:
+    """The `_source` filter of a search that needs only the content and the identity (where
+    `hit_metadata` reads it): never the rest of the metadata, nor the vector."""
+    keys = [*DOC_ID_KEYS, *CHUNK_INDEX_KEYS, *SOURCE_KEYS]
+    if layout == "llamaindex":
+        keys += LLAMA_DOC_ID_KEYS[1:]
+    prefix = "" if metadata_field is None else f"{metadata_field}."
+    return {"includes": [content_field, *(prefix + key for key in keys)]}
 
 
 def hit_metadata(layout: LayoutName, metadata: Mapping[str, Any]) -> dict[str, Any]:

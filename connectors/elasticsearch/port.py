@@ -4,23 +4,33 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 from elasticsearch import Elasticsearch
 
+from connectors.chunk_identity import resolve_identity
 from connectors.elasticsearch.client import open_client
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.failures import describe_body, is_retryable_status, not_an_answer
 from connectors.elasticsearch.index_check import IndexFacts, check_index
-from connectors.elasticsearch.layouts import hit_metadata, source_filter
+from connectors.elasticsearch.layouts import hit_metadata, identity_source_filter, source_filter
 from connectors.elasticsearch.retry import Done, ItemOutcome, Reject, Retry, retry_each
 from connectors.elasticsearch.score_scale import cosine_scale
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import DimensionMismatchError, KnowledgeSearchError, SearchRejectedError
 from connectors.events import EventHook, ignore_event
-from connectors.search_port import SearchHit, SearchOutcome, SearchRequest
+from connectors.search_port import (
+    ChunkHits,
+    ChunkOutcome,
+    SearchHit,
+    SearchOutcome,
+    SearchRequest,
+)
 from connectors.vectors import NO_DIRECTION, unit_rows
+
+H = TypeVar("H")
+"""What one sub-search's hits are read as: `SearchHit`s, or `ChunkHits`."""
 
 
 class ElasticsearchPort:
@@ -71,11 +81,29 @@ class ElasticsearchPort:
         return self._facts.embedder
 
     def search(self, requests: Sequence[SearchRequest]) -> list[SearchOutcome]:
-        outcomes: list[SearchOutcome | None] = [self._invalid(r) for r in requests]
+        config = self._config
+        source = source_filter(config.layout, config.vector_field, config.content_field,
+                               config.metadata_field)
+        return self._answers(requests, source, self._hits, [])
+
+    def search_chunks(self, requests: Sequence[SearchRequest]) -> list[ChunkOutcome]:
+        """As `search`, in columns, fetching of each hit's `_source` only its content and the
+        fields its identity is read from."""
+        config = self._config
+        source = identity_source_filter(config.layout, config.content_field,
+                                        config.metadata_field)
+        return self._answers(requests, source, self._chunk_hits, ChunkHits([], [], [], [], []))
+
+    def _answers(self, requests: Sequence[SearchRequest], source: dict[str, list[str]],
+                 read: Callable[[list[Mapping[str, Any]], bool], H], empty: H
+                 ) -> list[H | KnowledgeSearchError]:
+        """Each request's hits read by `read`, or its error: every request one sub-search of
+        an `_msearch`, retried by the adapter's one loop."""
+        outcomes: list[H | KnowledgeSearchError | None] = [self._invalid(r) for r in requests]
         bodies: dict[int, dict[str, Any]] = {}  # built once, sent by every attempt
         for i, request in enumerate(requests):
             if outcomes[i] is None:
-                body = self._body(request)
+                body = self._body(request, source)
                 if body is None:
                     outcomes[i] = SearchRejectedError(f"vector {NO_DIRECTION}")
                 else:
@@ -84,19 +112,20 @@ class ElasticsearchPort:
         size = self._config.max_searches_per_request
         for start in range(0, len(pending), size):
             group = pending[start:start + size]
-            found = retry_each(group, lambda ids: self._msearch(requests, bodies, ids),
+            found = retry_each(group, lambda ids: self._msearch(requests, bodies, ids, read),
                                self._config.retry, what="search", hosts=self._config.hosts,
                                on_event=self._on_event, sleep=self._sleep, rng=self._rng,
                                split_timeouts=True)
             for i, outcome in found.items():
                 outcomes[i] = outcome
-        return [o if o is not None else [] for o in outcomes]
+        return [o if o is not None else empty for o in outcomes]
 
     def close(self) -> None:
         self._client.close()
 
     def _msearch(self, requests: Sequence[SearchRequest], bodies: dict[int, dict[str, Any]],
-                 group: list[int]) -> dict[int, ItemOutcome[list[SearchHit]]]:
+                 group: list[int], read: Callable[[list[Mapping[str, Any]], bool], H]
+                 ) -> dict[int, ItemOutcome[H]]:
         """One `_msearch` for `group`: each sub-search's hits, or how it failed."""
         searches: list[dict[str, Any]] = []
         for i in group:
@@ -106,12 +135,11 @@ class ElasticsearchPort:
         if not isinstance(responses, list) or len(responses) != len(group) or not all(
                 isinstance(r, dict) for r in responses):
             return dict.fromkeys(group, Retry(not_an_answer("_msearch", body)))
-        outcomes: dict[int, ItemOutcome[list[SearchHit]]] = {}
+        outcomes: dict[int, ItemOutcome[H]] = {}
         for i, response in zip(group, responses, strict=True):
             status = int(response.get("status", 200))
             if "error" not in response:
-                knn = requests[i].vector is not None
-                outcomes[i] = Done([self._hit(h, knn) for h in response["hits"]["hits"]])
+                outcomes[i] = Done(read(response["hits"]["hits"], requests[i].vector is not None))
             elif is_retryable_status(status, response):
                 outcomes[i] = Retry(describe_body(status, response))
             else:
@@ -130,10 +158,12 @@ class ElasticsearchPort:
                 f"{list(self._config.filter_fields)!r})")
         return None
 
-    def _body(self, request: SearchRequest) -> dict[str, Any] | None:
-        """The sub-search of `request`; None for a vector without a direction."""
+    def _body(self, request: SearchRequest, source: dict[str, list[str]]
+              ) -> dict[str, Any] | None:
+        """The sub-search of `request`, fetching `source`; None for a vector without a
+        direction."""
         if request.text is not None:
-            return self._match_body(request, request.text)
+            return self._match_body(request, request.text, source)
         assert request.vector is not None
         (direction,), (usable,) = unit_rows([request.vector])
         if not usable:
@@ -149,38 +179,49 @@ class ElasticsearchPort:
             knn["filter"] = self._filters(request)
         if config.similarity is not None:
             knn["similarity"] = config.similarity
-        return {"knn": knn, "size": request.k, "_source": self._source_filter()}
+        return {"knn": knn, "size": request.k, "_source": source}
 
-    def _match_body(self, request: SearchRequest, text: str) -> dict[str, Any]:
+    def _match_body(self, request: SearchRequest, text: str, source: dict[str, list[str]]
+                    ) -> dict[str, Any]:
         """BM25 on the content field; filters as non-scoring filters."""
         query = {"bool": {"must": [{"match": {self._config.content_field: text}}],
                           "filter": self._filters(request)}}
-        return {"query": query, "size": request.k, "_source": self._source_filter()}
+        return {"query": query, "size": request.k, "_source": source}
 
     def _filters(self, request: SearchRequest) -> list[dict[str, Any]]:
         paths = self._facts.filter_paths
         return [_term(paths.get(f) or self._config.field_path(f), v)
                 for f, v in request.filters.items()]
 
-    def _source_filter(self) -> dict[str, list[str]]:
-        config = self._config
-        return source_filter(config.layout, config.vector_field, config.content_field,
-                             config.metadata_field)
+    def _hits(self, found: list[Mapping[str, Any]], knn: bool) -> list[SearchHit]:
+        return [SearchHit(id=hit_id, score=score, content=content, metadata=metadata)
+                for hit_id, score, content, metadata in self._read(found, knn)]
 
-    def _hit(self, raw: Mapping[str, Any], knn: bool) -> SearchHit:
-        """A hit in the port's terms: kNN scores on the (1 + cosine) / 2 scale, metadata as
-        the layout keeps it."""
+    def _chunk_hits(self, found: list[Mapping[str, Any]], knn: bool) -> ChunkHits:
+        ids, scores, identities, contents = [], [], [], []
+        for hit_id, score, content, metadata in self._read(found, knn):
+            ids.append(hit_id)
+            scores.append(score)
+            identities.append(resolve_identity(metadata))
+            contents.append(content)
+        return ChunkHits(ids, scores, identities, contents, [None] * len(ids))
+
+    def _read(self, found: list[Mapping[str, Any]], knn: bool
+              ) -> Iterator[tuple[Any, float, str, dict[str, Any]]]:
+        """Each hit in the port's terms: id, score (kNN on the (1 + cosine) / 2 scale),
+        content, and metadata as the layout keeps it."""
         config = self._config
-        source = dict(raw.get("_source") or {})
-        content = source.pop(config.content_field, "")
-        if config.metadata_field is None:
-            source.pop(config.vector_field, None)
-            metadata = source
-        else:
-            metadata = dict(source.get(config.metadata_field) or {})
-        score = float(raw.get("_score") or 0.0)
-        return SearchHit(id=raw.get("_id"), score=self._knn_score(score) if knn else score,
-                         content=str(content), metadata=hit_metadata(config.layout, metadata))
+        for raw in found:
+            source = dict(raw.get("_source") or {})
+            content = source.pop(config.content_field, "")
+            if config.metadata_field is None:
+                source.pop(config.vector_field, None)
+                metadata = source
+            else:
+                metadata = dict(source.get(config.metadata_field) or {})
+            score = float(raw.get("_score") or 0.0)
+            yield (raw.get("_id"), self._knn_score(score) if knn else score, str(content),
+                   hit_metadata(config.layout, metadata))
 
 
 def _term(path: str, value: Any) -> dict[str, Any]:

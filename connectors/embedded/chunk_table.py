@@ -78,9 +78,9 @@ class ChunkTable:
     def of_version(cls, folder: Path) -> ChunkTable:
         """The table of the store version in `folder`; a version written before the table
         existed has its ids and identities read from its records, and no fingerprints."""
-        path = folder / CHUNKS_FILE
-        if path.is_file():
-            return cls.load(path)
+        columns = ChunkColumns.of_version(folder)
+        if columns is not None:
+            return columns.whole()
         records = RecordFile.open(folder / RECORDS_FILE, folder / OFFSETS_FILE)
         ids, identities = RecordIdentities(records).take(np.arange(len(records)))
         return cls(ids, identities, [None] * len(ids))
@@ -108,6 +108,16 @@ class ChunkColumns:
     def open(cls, path: Path) -> ChunkColumns:
         with pa.memory_map(str(path), "r") as source:
             return cls(pa.ipc.open_file(source).read_all())
+
+    @classmethod
+    def of_version(cls, folder: Path) -> ChunkColumns | None:
+        """The table of the store version in `folder`; None when it has none (or one of
+        another layout: its records then say the same, more slowly)."""
+        path = folder / CHUNKS_FILE
+        if not path.is_file():
+            return None
+        columns = cls.open(path)
+        return columns if columns._table.schema.equals(_SCHEMA) else None
 
     def __len__(self) -> int:
         return int(self._table.num_rows)

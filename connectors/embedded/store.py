@@ -37,7 +37,7 @@ from connectors.embedder_port import EmbedderInfo
 from connectors.errors import ConfigError, KnowledgeSearchError, StoreNotFoundError
 from connectors.events import EventHook, ignore_event
 from connectors.search_port import (
-    ChunkHit,
+    ChunkHits,
     ChunkOutcome,
     ContentRef,
     SearchHit,
@@ -107,12 +107,10 @@ class EmbeddedStore:
         vectors = np.load(root / VECTORS_FILE, mmap_mode="r")
         records = RecordFile.open(root / RECORDS_FILE, root / OFFSETS_FILE)
         _check_parts(root, manifest, vectors, records)
-        identities = None
-        if (root / CHUNKS_FILE).is_file():
-            identities = ChunkColumns.open(root / CHUNKS_FILE)
-            if len(identities) != manifest.count:
-                raise _disagree(root, f"{CHUNKS_FILE} holds {len(identities)} rows, the "
-                                      f"manifest says {manifest.count}")
+        identities = ChunkColumns.of_version(root)
+        if identities is not None and len(identities) != manifest.count:
+            raise _disagree(root, f"{CHUNKS_FILE} holds {len(identities)} rows, the "
+                                  f"manifest says {manifest.count}")
         lexical = LexicalIndex(root / LEXICAL_DIR if manifest.lexical else None, len(records))
         graph = None
         if manifest.index == "hnsw":
@@ -150,24 +148,24 @@ class EmbeddedStore:
         outcomes = self._search_rows(requests)
         found = [o for o in outcomes if not isinstance(o, KnowledgeSearchError)]
         rows = np.concatenate([r for r, _ in found]) if found else np.empty(0, np.int64)
-        scores = np.concatenate([s for _, s in found]).tolist() if found else []
         ids, identities = self._identities.take(rows)
-        hits = [ChunkHit(i, score, identity, None, ContentRef(self._version, row))
-                for i, score, identity, row in zip(ids, scores, identities, rows.tolist(),
-                                                   strict=True)]
+        scores = np.concatenate([s for _, s in found]).tolist() if found else []
+        refs = [(self._version, row) for row in rows.tolist()]
         answered: list[ChunkOutcome] = []
         start = 0
         for outcome in outcomes:
             if isinstance(outcome, KnowledgeSearchError):
                 answered.append(outcome)
                 continue
-            answered.append(hits[start:start + len(outcome[0])])
-            start += len(outcome[0])
+            end = start + len(outcome[0])
+            answered.append(ChunkHits(ids[start:end], scores[start:end], identities[start:end],
+                                      [None] * (end - start), refs[start:end]))
+            start = end
         return answered
 
     def contents(self, refs: Sequence[ContentRef]) -> list[str]:
-        return [str(self._reader(ref.version)._records.record(ref.row)["content"])
-                for ref in refs]
+        return [str(self._reader(version)._records.record(row)["content"])
+                for version, row in refs]
 
     def close(self) -> None:
         """Stops searching, and lets a later `index` remove the version this store read."""

@@ -85,7 +85,7 @@ _SCALARS = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.boo
 
 def arrow_type(annotation: Any) -> pa.DataType:
     """The Arrow type of a field of our records: scalars, `X | None`, `tuple[X, ...]`,
-    nested models and dataclasses."""
+    nested models, named tuples and dataclasses."""
     if annotation in _SCALARS:
         return _SCALARS[annotation]
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
@@ -97,6 +97,10 @@ def arrow_type(annotation: Any) -> pa.DataType:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return pa.struct([(name, arrow_type(field.annotation))
                           for name, field in annotation.model_fields.items()])
+    if isinstance(annotation, type) and issubclass(annotation, tuple) and hasattr(
+            annotation, "_fields"):  # a NamedTuple: a struct of its fields
+        hints = typing.get_type_hints(annotation)
+        return pa.struct([(name, arrow_type(hints[name])) for name in annotation._fields])
     if dataclasses.is_dataclass(annotation):
         hints = typing.get_type_hints(annotation)
         return pa.struct([(f.name, arrow_type(hints[f.name]))

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import apache_beam as beam
+import orjson
 
 from connectors.input_limits import check_text, loads
 from pipeline.io.line_blocks import decode_line
@@ -31,7 +32,7 @@ def query_id_of(record: InputRecord) -> Iterator[tuple[str, int]]:
         data: Any = raw
     else:
         try:
-            data = loads(decode_line(raw))
+            data = _id_holder(raw)
         except ValueError:
             return
     if isinstance(data, dict) and isinstance(data.get("id"), str):
@@ -39,6 +40,16 @@ def query_id_of(record: InputRecord) -> Iterator[tuple[str, int]]:
             yield check_text(data["id"]), number
         except ValueError:
             return
+
+
+def _id_holder(raw: bytes | str) -> Any:
+    """The line's JSON value: orjson's where it reads the line at all (a whole number too long
+    for 64 bits, which it reads otherwise than the parser does, never changes an id), else the
+    parser's own `loads`."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return loads(decode_line(raw))
 
 
 class _FirstLineAndCount(beam.CombineFn):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from stages.fusion import RrfSettings, fuse_reciprocal_rank
@@ -23,7 +21,7 @@ def _hits() -> list:
 
 def _ranked(hits: list) -> list:
     # ranks as Recall sets them: position within each sub-query's list
-    return [replace(h, retrievers=(replace(h.retrievers[0], rank=rank),))
+    return [h._replace(retrievers=(h.retrievers[0]._replace(rank=rank),))
             for h, rank in zip(hits, [1, 2, 1, 2], strict=True)]
 
 

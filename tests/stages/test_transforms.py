@@ -34,9 +34,7 @@ def _query(qid: str, *cands: object) -> QueryCandidates:
 
 
 def test_identity_normalize_transform() -> None:
-    hits = QueryHits(
-        query_id="q", hits=(recalled("v1", docId="d", chunkIndex=3), recalled("v2", order=1))
-    )
+    hits = QueryHits.of("q", (recalled("v1", docId="d", chunkIndex=3), recalled("v2", order=1)))
     with TestPipeline() as p:
         out = p | beam.Create([hits]) | IdentityNormalize() | beam.Map(_keys)
         assert_that(out, equal_to([("q", ["d#chunk-3", "vector:v2"])]))
