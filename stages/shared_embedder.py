@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 
@@ -11,6 +12,7 @@ from connectors.embedder_port import EmbedderFactory, EmbedderPort, Purpose
 from connectors.errors import RagEvidenceError
 from stages import counters
 
+_progress = logging.getLogger("rag_evidence.progress")
 Embedded = tuple[float, ...] | RagEvidenceError
 """A text's vector, or the error that stops that text alone."""
 
@@ -22,14 +24,25 @@ class SharedEmbedder:
     pipeline share one model per process, as `RunInference` does.
     """
 
-    def __init__(self, factory: EmbedderFactory, tag: str) -> None:
+    def __init__(self, factory: EmbedderFactory, tag: str, model: str | None = None) -> None:
         self._factory = factory
         self._tag = tag
+        self._model = model
         self._handle = shared.Shared()
 
     def acquire(self) -> EmbedderPort:
-        """The process's embedder; raises what the factory raises when it cannot load."""
-        return self._handle.acquire(self._factory, tag=self._tag)
+        """The process's embedder; raises what the factory raises when it cannot load. Loading
+        a `model` (seconds) is said as it starts and ends."""
+        return self._handle.acquire(self._load, tag=self._tag)
+
+    def _load(self) -> EmbedderPort:
+        if self._model is None:
+            return self._factory()
+        _progress.info("loading the model %s (once per worker process)...", self._model)
+        started = time.perf_counter()
+        embedder = self._factory()
+        _progress.info("model %s loaded in %.1f s", self._model, time.perf_counter() - started)
+        return embedder
 
 
 def embed_texts(embedder: EmbedderPort, texts: Sequence[str],

@@ -15,7 +15,7 @@ from connectors.errors import DimensionMismatchError, KnowledgeSearchError
 from connectors.search_port import SearchRequest
 from connectors.vectors import NO_DIRECTION, unit_rows
 
-BLOCK_ROWS = 256
+BLOCK_ROWS = 4096
 Rows = tuple[np.ndarray, np.ndarray]
 """A request's hits: rows best first, and their scores as reported ((1 + cosine) / 2 for kNN,
 BM25 for text)."""

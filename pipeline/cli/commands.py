@@ -7,11 +7,13 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pipeline.cli.explain_report import explanation_text
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
 from pipeline.ingest.job import IndexSummary, run_index
 from pipeline.io.local_paths import check_distinct, check_output_file
 from pipeline.io.run_io import RunIO
+from pipeline.run.explain import explain, query_of
 from pipeline.run.job import run
 
 
@@ -76,3 +78,13 @@ def run_command(args: argparse.Namespace, beam_args: Sequence[str],
     print(f"results: {args.out}\ndead letters: {io.dead_letters}\n"
           f"manifest: {io.manifest}")
     return 0 if summary.balanced else 1
+
+
+def explain_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    """One query through every stage, printed as tables (or JSON with `--json`)."""
+    settings = _settings(args, environ)
+    query = query_of(args.query, args.filters)
+    explained = explain(settings, query)
+    print(json.dumps(explained.to_dict(), indent=1) if args.json
+          else explanation_text(explained))
+    return 0

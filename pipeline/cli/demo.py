@@ -10,6 +10,9 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from connectors.embedded.layout import OFFSETS_FILE, RECORDS_FILE
+from connectors.embedded.records_file import RecordFile
+from connectors.embedded.versions import current_version
 from connectors.embedders.model_location import MINILM, locate_model
 from connectors.errors import ConfigError
 from pipeline.cli.commands import index_report
@@ -17,6 +20,7 @@ from pipeline.cli.demo_report import DEMO_QUESTIONS, evidence_table
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
 from pipeline.eval.stdlib_corpus import write_corpus
+from pipeline.ingest.documents import HEADING
 from pipeline.ingest.job import run_index
 from pipeline.run.job import run_job
 
@@ -53,6 +57,19 @@ def semantic_unavailable() -> str | None:
     return None
 
 
+def chunk_headings(store: Path) -> dict[str, str]:
+    """The heading each chunk of the embedded store at `store` falls under, by chunk id."""
+    version = current_version(store)
+    records = RecordFile.open(version / RECORDS_FILE, version / OFFSETS_FILE)
+    headings = {}
+    for row in range(len(records)):
+        record = records.record(row)
+        heading = (record.get("metadata") or {}).get(HEADING)
+        if isinstance(heading, str):
+            headings[str(record["id"])] = heading
+    return headings
+
+
 def demo_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
     with tempfile.TemporaryDirectory(prefix="rag-evidence-demo-") as scratch:
         work = Path(args.workdir or scratch)
@@ -68,6 +85,6 @@ def demo_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
         out = work / "evidence.jsonl"
         result = run_job(settings, queries_path=str(queries), out_path=str(out),
                          dead_letter_path=str(work / "dead-letter.jsonl"))
-        print(evidence_table(out))
+        print(evidence_table(out, chunk_headings(work / "store")))
         print("\n".join(result.lines()))
     return 0 if result.balanced else 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from pipeline.io.result_sink import read_results
@@ -18,13 +19,14 @@ DEMO_QUESTIONS = (
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 
-def headline(content: str, limit: int = 90) -> str:
-    """What a chunk is about: its first heading and the first sentence after it."""
-    heading, sentence = "", ""
+def headline(content: str, heading: str | None = None, limit: int = 90) -> str:
+    """What a chunk is about: the heading it falls under (else the first one in it) and its
+    first sentence."""
+    heading, sentence = heading or "", ""
     for paragraph in (p.strip() for p in content.split("\n\n")):
-        if paragraph.startswith("#") and not heading:
-            heading = paragraph.lstrip("#").strip().splitlines()[0]
-        elif paragraph and not paragraph.startswith("#"):
+        if paragraph.startswith("#"):
+            heading = heading or paragraph.lstrip("#").strip().splitlines()[0]
+        elif paragraph:
             sentence = _SENTENCE_END.split(" ".join(paragraph.split()), maxsplit=1)[0]
             if heading or sentence:
                 break
@@ -32,8 +34,10 @@ def headline(content: str, limit: int = 90) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def evidence_table(results_path: Path) -> str:
-    """One block per query: rank, score, evidence key and what the chunk is about."""
+def evidence_table(results_path: Path, headings: Mapping[str, str] | None = None) -> str:
+    """One block per query: rank, score, evidence key and what the chunk is about (under
+    `headings[evidence key]`, the heading a chunk falls under)."""
+    headings = headings or {}
     by_id = {r.query_id: r for r in read_results(str(results_path))}
     lines: list[str] = []
     for number, question in enumerate(DEMO_QUESTIONS, start=1):
@@ -42,5 +46,6 @@ def evidence_table(results_path: Path) -> str:
         lines.append(f"  {'rank':>4}  {'score':>6}  {'evidence key':<28}  about")
         for block in result.evidence if result else ():
             lines.append(f"  {block.rank:>4}  {block.score:>6.3f}  "
-                         f"{block.evidence_key:<28}  {headline(block.content)}")
+                         f"{block.evidence_key:<28}  "
+                         f"{headline(block.content, headings.get(block.evidence_key))}")
     return "\n".join(lines)

@@ -53,6 +53,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="with --previous: also write every result to FILE (the next run's "
                      "--previous)")
 
+    explain = command("explain", "show, stage by stage, where one query's evidence came from")
+    explain.add_argument("--query", required=True, help="the query's text")
+    explain.add_argument("--filters", help='metadata filters as JSON, e.g. {"docId": "a.md"}')
+    explain.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
     demo = command("demo", "index the stdlib docs and ask them")
     demo.add_argument("--workdir", help="where to keep the demo store (default: a temp dir)")
 
@@ -64,6 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--compare", nargs="+", metavar="CONFIG", help="more configs, a row each")
     evaluate.add_argument("--docs", help="first (re)build each config's store from this folder")
     evaluate.add_argument("--json", help="also write the table as JSON to this file")
+    evaluate.add_argument("--plot", metavar="FILE.png",
+                          help="also draw nDCG@k and Recall@k for k = 1..20 (the plot extra)")
 
     corpus = command("corpus", "write the stdlib docs corpus (demo, eval)", config=False)
     corpus.add_argument("out", help="folder to write the Markdown documents into")
@@ -75,11 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args.verbose)
     # Imported once logging is set up: importing Beam logs warnings that the setup filters.
     from connectors.errors import RagEvidenceError
-    from pipeline.cli.commands import index_command, run_command
+    from pipeline.cli.commands import explain_command, index_command, run_command
     from pipeline.cli.demo import demo_command
     from pipeline.eval.command import corpus_command, eval_command
 
-    if args.command in ("demo", "corpus") and beam_args:
+    if args.command in ("demo", "corpus", "explain") and beam_args:
         print(f"rag-evidence: unrecognized arguments: {' '.join(beam_args)}", file=sys.stderr)
         return 2
     beam_args = with_worker_log_level(beam_args, args.verbose)
@@ -88,6 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return index_command(args, beam_args, os.environ)
         if args.command == "run":
             return run_command(args, beam_args, os.environ)
+        if args.command == "explain":
+            return explain_command(args, environ=os.environ)
         if args.command == "eval":
             return eval_command(args, beam_args, os.environ)
         if args.command == "corpus":

@@ -119,7 +119,18 @@ class EmbedderSettings(Section):
 
 
 class ChunkingSettings(Section):
+    """`chunking.*`: how `index --docs` cuts documents (see `pipeline/ingest/chunking.py`):
+    chunks of at most `max-chars` characters, consecutive ones sharing `overlap`."""
+
     max_chars: Annotated[Whole, Bound("chunking.max-chars", ge=50)] = 800
+    overlap: Annotated[Whole, Bound("chunking.overlap", ge=0)] = 0
+
+    @model_validator(mode="after")
+    def _overlap_below_the_size(self) -> ChunkingSettings:
+        if self.overlap >= self.max_chars:
+            raise ValueError(f"chunking.overlap={self.overlap} must be less than "
+                             f"chunking.max-chars={self.max_chars}")
+        return self
 
 
 FOLDED: dict[tuple[str, ...], tuple[str, ...]] = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import tempfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from pipeline.run.job import run_job
 from stages import counters
 
 _log = logging.getLogger(__name__)
+CURVE_DEPTH = 20
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class EvalRow:
     scores: Scores
     seconds: float
     dead_letters: int
+    curve: dict[int, Scores] = field(default_factory=dict)
+    """The scores at each cut-off from 1 to `CURVE_DEPTH` (for `eval --plot`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"config": self.label, **asdict(self.scores), "seconds": round(self.seconds, 2),
@@ -56,8 +59,9 @@ def evaluate(configs: Sequence[tuple[str, Settings]], *, queries: str, qrels: st
                               dead_letter_path=str(Path(scratch) / "dead.jsonl"),
                               beam_args=beam_args)
             results = {r.query_id: r.evidence for r in read_results(str(out))}
+        curve = {cut: score_run(results, judgments, cut) for cut in range(1, CURVE_DEPTH + 1)}
         rows.append(EvalRow(label, score_run(results, judgments, k), summary.seconds,
-                            summary.counts[counters.DEAD_LETTERS]))
+                            summary.counts[counters.DEAD_LETTERS], curve))
     return rows
 
 
@@ -78,5 +82,5 @@ def _store_identity(settings: Settings) -> str:
     search = settings.search
     where = (search.embedded.path if search.backend == "embedded"
              else f"{search.elasticsearch.hosts}/{search.elasticsearch.index}")
-    return f"{where}|{settings.embedder.model_dump_json()}|{settings.chunking.max_chars}"
+    return f"{where}|{settings.embedder.model_dump_json()}|{settings.chunking.model_dump_json()}"
 

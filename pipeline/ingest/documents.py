@@ -11,15 +11,31 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Any, NamedTuple
 
+from connectors.chunk_identity import identity_metadata
 from connectors.errors import DocumentError, InvalidInputError
 from pipeline.ingest.chunking import chunk_text
 
 DOC_SUFFIXES = (".txt", ".md", ".markdown", ".rst")
+HEADING = "heading"
+"""The metadata key of the heading a chunk falls under."""
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 _WORD = re.compile(r"[A-Za-z0-9]")
-DocumentChunk = tuple[str, int, str]
-"""(doc id, chunk index, text)."""
+class DocumentChunk(NamedTuple):
+    """A chunk of a document: its document id, its index there, its text and the heading it
+    falls under."""
+
+    doc_id: str
+    chunk_index: int
+    text: str
+    heading: str | None = None
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """What `index` stores of it: its identity, and its heading when it has one."""
+        identity: dict[str, Any] = identity_metadata(self.doc_id, self.chunk_index)
+        return identity | {HEADING: self.heading} if self.heading else identity
 
 
 def document_paths(root: str | Path) -> list[Path]:
@@ -75,10 +91,10 @@ def read_document(root: str | Path, path: str | Path, follow_symlinks: bool = Fa
                                 f" at position {error.start})") from None
 
 
-def chunks_of(root: str | Path, path: str | Path, max_chars: int,
+def chunks_of(root: str | Path, path: str | Path, max_chars: int, overlap: int = 0,
               follow_symlinks: bool = False) -> list[DocumentChunk]:
-    """(doc id = path relative to `root`, chunk index, text) for one document."""
+    """The chunks of one document (doc id = its path relative to `root`) that hold a word."""
     doc_id = Path(path).relative_to(root).as_posix()
     text = read_document(root, path, follow_symlinks)
-    chunks = [c for c in chunk_text(text, max_chars) if _WORD.search(c)]
-    return [(doc_id, index, chunk) for index, chunk in enumerate(chunks)]
+    chunks = [c for c in chunk_text(text, max_chars, overlap) if _WORD.search(c.text)]
+    return [DocumentChunk(doc_id, index, c.text, c.heading) for index, c in enumerate(chunks)]

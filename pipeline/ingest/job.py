@@ -185,7 +185,7 @@ def _document_chunks(pipeline: beam.Pipeline, settings: Settings, root: str,
     chunked = (pipeline
                | "Documents" >> beam.Create(paths)
                | "Chunk" >> beam.ParDo(ChunkDocuments(root, settings.chunking.max_chars,
-                                                      follow_symlinks)
+                                                      settings.chunking.overlap, follow_symlinks)
                                        ).with_outputs(FAILED, main="chunks")
                .with_exception_handling(error_handler=errors))
     pending = chunked.chunks | "Fingerprint" >> beam.Map(pending_document_chunk, embedder)
@@ -197,10 +197,11 @@ def _embedded(writes: beam.PCollection[Planned], settings: Settings,
               ) -> tuple[beam.PCollection[ToWrite], beam.PCollection[Failure]]:
     """The chunks to write, embedded in batches of `embedder.batch-size` by the shared model."""
     batch = settings.embedder.batch_size
-    embedder = SharedEmbedder(embedder_factory, embedder_tag(settings))
+    embedder = SharedEmbedder(embedder_factory, embedder_tag(settings), settings.embedder.model)
+    to_embed = beam.pvalue.AsSingleton(writes | "CountToEmbed" >> beam.combiners.Count.Globally())
     embedded = (writes
                 | "Batch" >> beam.BatchElements(min_batch_size=batch, max_batch_size=batch)
-                | "Embed" >> beam.ParDo(EmbedChunks(embedder)).with_outputs(
+                | "Embed" >> beam.ParDo(EmbedChunks(embedder), to_embed).with_outputs(
                     FAILED, main="records").with_exception_handling(error_handler=errors))
     return embedded.records, embedded[FAILED]
 

@@ -15,7 +15,7 @@ import apache_beam as beam
 from apache_beam import pvalue
 
 from connectors.chunk_fingerprint import chunk_fingerprint
-from connectors.chunk_identity import chunk_key, document_of, identity_metadata
+from connectors.chunk_identity import chunk_key, document_of
 from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import StoredChunk
 from connectors.embedder_port import EmbedderInfo
@@ -49,9 +49,8 @@ class Planned(NamedTuple):
 
 def pending_document_chunk(chunk: DocumentChunk, embedder: EmbedderInfo) -> Pending:
     """A document's chunk, fingerprinted as it will be embedded (see `chunk_fingerprint`)."""
-    doc_id, index, text = chunk
-    return Pending(chunk_key(doc_id, index), doc_id,
-                   chunk_fingerprint(text, identity_metadata(doc_id, index), embedder), chunk)
+    return Pending(chunk_key(chunk.doc_id, chunk.chunk_index), chunk.doc_id,
+                   chunk_fingerprint(chunk.text, chunk.metadata, embedder), chunk)
 
 
 def pending_record(record: ChunkRecord) -> Pending:

@@ -10,7 +10,7 @@ from typing import TypeVar, cast
 import apache_beam as beam
 from apache_beam import pvalue
 
-from connectors.chunk_identity import chunk_key, identity_metadata
+from connectors.chunk_identity import chunk_key
 from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import ChunkTarget, ChunkWriter
 from connectors.errors import (
@@ -27,6 +27,7 @@ from pipeline.io.records import NumberedLine
 from stages import counters
 from stages.internal_errors import FailedElement, HandlesErrors
 from stages.owning_dofn import OwningDoFn
+from stages.progress import Progress
 from stages.shared_embedder import SharedEmbedder, embed_texts
 
 FAILED = "failed"
@@ -65,8 +66,8 @@ def _places(element: object, chunks_path: str | None) -> Iterator[str]:
     elif isinstance(element, tuple) and len(element) == 2 and isinstance(element[0],
                                                                          ChunkRecord):
         yield element[0].id  # a record to write
-    elif isinstance(element, tuple) and len(element) == 3:  # a document's chunk
-        yield chunk_key(str(element[0]), int(element[1]))
+    elif isinstance(element, DocumentChunk):
+        yield chunk_key(element.doc_id, element.chunk_index)
     elif isinstance(element, tuple) and len(element) == 2:  # a numbered chunk line
         yield f"{chunks_path}:{element[0]}"
     else:  # a document path
@@ -99,12 +100,15 @@ class ParseChunkLines(beam.DoFn):
 class ChunkDocuments(beam.DoFn):
     """Document path -> its chunks, or a failure naming the path (see `read_document`)."""
 
-    def __init__(self, root: str, max_chars: int, follow_symlinks: bool = False) -> None:
-        self._root, self._max_chars, self._follow = root, max_chars, follow_symlinks
+    def __init__(self, root: str, max_chars: int, overlap: int = 0,
+                 follow_symlinks: bool = False) -> None:
+        self._root, self._follow = root, follow_symlinks
+        self._max_chars, self._overlap = max_chars, overlap
 
     def process(self, path: str) -> Iterator[DocumentChunk | pvalue.TaggedOutput]:
         try:
-            yield from chunks_of(self._root, path, self._max_chars, self._follow)
+            yield from chunks_of(self._root, path, self._max_chars, self._overlap,
+                                 self._follow)
         except DocumentError as error:
             yield _failed(path, str(error))
 
@@ -115,20 +119,33 @@ class EmbedChunks(beam.DoFn):
 
     def __init__(self, embedder: SharedEmbedder) -> None:
         self._embedder = embedder
+        self._progress: Progress | None = None
 
-    def process(self, batch: Sequence[Planned]) -> Iterator[ToWrite | pvalue.TaggedOutput]:
+    def process(self, batch: Sequence[Planned], to_embed: int = 0
+                ) -> Iterator[ToWrite | pvalue.TaggedOutput]:
         chunks = [cast(DocumentChunk, planned.pending.chunk) for planned in batch]
         try:
-            vectors = embed_texts(self._embedder.acquire(), [t for _, _, t in chunks],
+            vectors = embed_texts(self._embedder.acquire(), [c.text for c in chunks],
                                   "document")
         except RagEvidenceError as error:
             vectors = [error] * len(batch)
-        for planned, (doc_id, index, text), vector in zip(batch, chunks, vectors, strict=True):
+        if self._progress is None:
+            self._progress = Progress("texts embedded", total=to_embed or None)
+        self._progress.add(len(batch))
+        for planned, chunk, vector in zip(batch, chunks, vectors, strict=True):
             if isinstance(vector, RagEvidenceError):
                 yield _failed(planned.pending.id, str(vector))
                 continue
-            yield (ChunkRecord(id=planned.pending.id, vector=vector, content=text,
-                               metadata=identity_metadata(doc_id, index)), planned.replaces)
+            yield (ChunkRecord(id=planned.pending.id, vector=vector, content=chunk.text,
+                               metadata=chunk.metadata), planned.replaces)
+
+
+    def teardown(self) -> None:
+        if self._progress is not None:
+            self._progress.close()
+
+    def __getstate__(self) -> dict[str, object]:
+        return {**self.__dict__, "_progress": None}
 
 
 def record_to_write(planned: Planned) -> ToWrite:

@@ -37,6 +37,9 @@ class QuerySource(ABC):
     def count(self) -> int:
         """How many records the file holds (non-blank lines, or rows); 0 when it is missing."""
 
+    counts_cheaply = False
+    """Whether `count` costs next to nothing (it reads a footer, not the file)."""
+
     def first_records(self, count: int) -> Iterator[InputRecord]:
         return itertools.islice(self.records(), count)
 
@@ -59,6 +62,8 @@ class JsonLinesQueries(QuerySource):
 
 class ParquetQueries(QuerySource):
     """One row per query; row groups are the blocks a runner spreads."""
+
+    counts_cheaply = True
 
     def read(self) -> beam.PTransform:
         return ReadParquetQueries(self.path)

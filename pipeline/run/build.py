@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import apache_beam as beam
 from apache_beam.transforms.error_handling import CollectingErrorHandler, ErrorHandler
@@ -18,11 +19,11 @@ from pipeline.io.run_io import RunIO
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
 from pipeline.run.changed_only import KeepChanged
 from pipeline.run.evidence_transform import EvidenceTransform
-from pipeline.run.progress import LogProgress
 from pipeline.run.query_parse import ParseQueries
 from pipeline.run.repeated_ids import RepeatedQueryIds
 from stages.internal_errors import InternalDeadLetters
 from stages.models import QueryResult
+from stages.progress import LogProgress
 
 
 def build_pipeline(
@@ -54,7 +55,8 @@ def build_pipeline(
         embedder_factory=embedder_factory or embedder_factory_for(settings),
         embedder_refusal=embedder_refusal,
     ).with_error_handler(errors)
-    results = evidence.results | "Progress" >> LogProgress()
+    total = io.queries.count() if io.queries.counts_cheaply or sys.stderr.isatty() else None
+    results = evidence.results | "Progress" >> LogProgress("queries answered", total)
     if io.snapshot is not None:
         results | "Snapshot" >> _WriteCopy(io.snapshot, errors)
     if io.previous is not None:

@@ -50,7 +50,8 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
         super().__init__()
         self._settings = settings
         self._port_factory = port_factory
-        self._embedder = SharedEmbedder(embedder_factory, embedder_tag(settings))
+        self._embedder = SharedEmbedder(embedder_factory, embedder_tag(settings),
+                                       settings.embedder.model)
         self._refusal = embedder_refusal
 
     def expand(self, queries: beam.PCollection[Query]) -> EvidenceOutputs:

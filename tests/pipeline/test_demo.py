@@ -6,13 +6,30 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli.demo import demo_settings
+from pipeline.cli.demo import chunk_headings, demo_settings
 from pipeline.cli.demo_report import headline
+from pipeline.cli.main import main
 
 
 def test_the_headline_is_the_heading_and_the_first_sentence() -> None:
     content = "## json.loads\n\nDeserialize ``s`` to a Python object. Uses the decoder.\n\nMore."
     assert headline(content) == "json.loads: Deserialize ``s`` to a Python object."
+
+
+def test_a_chunk_under_a_heading_shows_that_heading_and_its_first_sentence() -> None:
+    assert headline("quotes that are escaped. More text.", heading="csv.Dialect") == (
+        "csv.Dialect: quotes that are escaped.")
+
+
+def test_the_demo_reads_each_chunks_heading_from_the_store(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "csv.md").write_text("# csv\n\nRead rows.\n\n## csv.Dialect\n\n" + "Quote. " * 30)
+    assert main(["index", "--docs", str(docs), "--set", f"search.embedded.path={tmp_path}/s",
+                 "--set", "chunking.max-chars=100"]) == 0
+    headings = chunk_headings(tmp_path / "s")
+    assert headings["csv.md#chunk-0"] == "csv"
+    assert set(headings.values()) == {"csv", "csv.Dialect"}
 
 
 def test_a_chunk_without_a_heading_shows_its_first_sentence_cut_to_the_limit() -> None:

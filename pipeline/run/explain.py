@@ -1,0 +1,157 @@
+"""`rag-evidence explain`: where one query's evidence came from and where the rest went, stage
+by stage, computed by the same stage functions as `run`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from pydantic import ValidationError
+
+from connectors.errors import InvalidInputError, KnowledgeSearchError, RagEvidenceError
+from connectors.search_port import KnowledgeSearchPort, LateContentPort, can
+from pipeline.config.backends import embedder_factory_for, port_factory_for
+from pipeline.config.settings import Settings
+from pipeline.io.validation_messages import describe_validation_error
+from stages.dedup import dedup_by_evidence_key
+from stages.embed import embed_queries
+from stages.fetch_content import with_contents
+from stages.fusion import fuse_reciprocal_rank
+from stages.identity import candidates_of
+from stages.models import Candidate, DeadLetter, Query, QueryCandidates, QueryHits, QueryResult
+from stages.per_doc_cap import cap_chunks_per_document
+from stages.projection import assemble_result
+from stages.ranking import ranked
+from stages.recall import recall_batch
+from stages.score_floor import above_floor
+from stages.top_n import top_n
+
+Row = dict[str, Any]
+
+
+@dataclass
+class Explanation:
+    """One query's way through the stages: each list holds what that stage saw or did."""
+
+    query: Query
+    retrievers: dict[str, list[Row]] = field(default_factory=dict)
+    fused: list[Row] = field(default_factory=list)
+    merged: list[Row] = field(default_factory=list)
+    capped: list[Row] = field(default_factory=list)
+    below_min_score: list[Row] = field(default_factory=list)
+    kept: list[Row] = field(default_factory=list)
+    result: QueryResult | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.query.model_dump(exclude_none=True),
+                "retrievers": self.retrievers, "fused": self.fused, "merged": self.merged,
+                "capped": self.capped, "below_min_score": self.below_min_score,
+                "kept": self.kept,
+                "result": self.result.model_dump(mode="json") if self.result else None}
+
+
+def query_of(text: str, filters: str | None = None) -> Query:
+    """The query `explain` is asked about: its text, and filters given as a JSON object.
+
+    Raises:
+        InvalidInputError: the filters are no JSON object, or the query is invalid.
+    """
+    try:
+        parsed = json.loads(filters) if filters else {}
+    except ValueError as error:
+        raise InvalidInputError("--filters", filters, f"is not JSON ({error})") from None
+    if not isinstance(parsed, dict):
+        raise InvalidInputError("--filters", filters, "must be a JSON object")
+    try:
+        return Query(id="explain", text=text, filters=parsed)
+    except ValidationError as error:
+        raise InvalidInputError("--query", text, describe_validation_error(error)) from None
+
+
+def explain(settings: Settings, query: Query) -> Explanation:
+    """Runs `query` through every stage of a run, in this process, and says what each did.
+
+    Raises:
+        RagEvidenceError: the store cannot be opened, the query cannot be embedded, or its
+            recall failed (the error its dead letter would hold).
+    """
+    port = port_factory_for(settings)()
+    try:
+        return _explain(settings, query, port)
+    finally:
+        port.close()
+
+
+def _explain(settings: Settings, query: Query, port: KnowledgeSearchPort) -> Explanation:
+    rag = settings.rag
+    mode = rag.recall.mode
+    embedder = embedder_factory_for(settings)() if mode != "lexical" and (
+        query.vector is None and query.vectors is None) else None
+    (embedded,) = embed_queries([query], embedder or RagEvidenceError("nothing to embed"))
+    (recalled,) = recall_batch([_raised(embedded)], port, rag.retrieve_k, mode,
+                               rag.max_sub_queries)
+    hits = _raised(recalled)
+    assert isinstance(hits, QueryHits)
+    found = candidates_of(hits)
+    explained = Explanation(query, retrievers=_by_retriever(found))
+    if mode == "hybrid":
+        found = fuse_reciprocal_rank(found, rag.recall.rrf())
+        explained.fused = [_row(c, rank) for rank, c in enumerate(ranked(found), start=1)]
+    deduped = dedup_by_evidence_key(found, rag.dedup_key)
+    explained.merged = _merged(found, deduped)
+    capped = cap_chunks_per_document(deduped, rag.max_chunks_per_document)
+    explained.capped = _dropped(deduped, capped)
+    if rag.min_score is not None:
+        floored = above_floor(capped, rag.min_score)
+        explained.below_min_score = _dropped(capped, floored)
+        capped = floored
+    best = top_n(capped, rag.return_n)
+    explained.kept = [_row(c, rank) for rank, c in enumerate(best, start=1)]
+    read = cast(LateContentPort, port).contents if can(port, "contents") else None
+    fetched = _raised(with_contents(QueryCandidates(query.id, tuple(best)), read))
+    explained.result = assemble_result(fetched, settings.projection)
+    return explained
+
+
+def _raised(outcome: Any) -> Any:
+    if isinstance(outcome, DeadLetter):
+        raise KnowledgeSearchError(f"{outcome.stage}: {outcome.error}")
+    return outcome
+
+
+def _row(candidate: Candidate, rank: int) -> Row:
+    return {"rank": rank, "score": candidate.score, "evidence_key": candidate.evidence_key,
+            "reasons": list(candidate.hit_reasons)}
+
+
+def _by_retriever(candidates: list[Candidate]) -> dict[str, list[Row]]:
+    """Each retriever's hits in its own order: rank, raw score, evidence key."""
+    lists: dict[str, list[Row]] = {}
+    for candidate in candidates:
+        (retriever,) = candidate.retrievers
+        lists.setdefault(retriever.reason, []).append(
+            {"rank": retriever.rank, "score": retriever.score,
+             "evidence_key": candidate.evidence_key, "doc_id": candidate.doc_id})
+    return lists
+
+
+def _merged(before: list[Candidate], after: list[Candidate]) -> list[Row]:
+    """The candidates folded into a higher-ranked one of the same key (KeyedDedup)."""
+    survivors = {c.evidence_key: c for c in after}
+    merged = []
+    for candidate in ranked(before):
+        kept = survivors[candidate.evidence_key]
+        if candidate.recall_order != kept.recall_order:  # not the survivor itself
+            merged.append({"evidence_key": candidate.evidence_key, "score": candidate.score,
+                           "reasons": list(candidate.hit_reasons),
+                           "into": f"{kept.evidence_key} ({', '.join(kept.hit_reasons)})"})
+    return merged
+
+
+def _dropped(before: list[Candidate], after: list[Candidate]) -> list[Row]:
+    """The candidates of `before` that `after` lacks, with their rank in `before`."""
+    kept = {c.evidence_key for c in after}
+    return [{"rank": rank, "evidence_key": c.evidence_key, "doc_id": c.doc_id,
+             "score": c.score}
+            for rank, c in enumerate(ranked(before), start=1) if c.evidence_key not in kept]
