@@ -6,7 +6,9 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
 from elasticsearch import Elasticsearch, NotFoundError
+from elasticsearch.serializer import NdjsonSerializer, OrjsonSerializer
 
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.credentials import read_credentials
@@ -16,12 +18,28 @@ from connectors.embedder_port import EmbedderInfo
 from connectors.errors import KnowledgeSearchError, SearchUnavailableError, redact
 
 
-def open_client(config: ElasticsearchConfig, environ: Mapping[str, str] | None = None
-                ) -> Elasticsearch:
-    """A client with its own retries off (ours live in the adapter) and the configured TLS."""
+class _OrjsonNdjsonSerializer(NdjsonSerializer):
+    """`_msearch` bodies and answers through orjson: a query's vector is written ten times
+    faster than by the standard library."""
+
+    def json_dumps(self, data: Any) -> bytes:
+        return orjson.dumps(data, default=self.default, option=orjson.OPT_SERIALIZE_NUMPY)
+
+    def json_loads(self, data: bytes) -> Any:
+        return orjson.loads(data)
+
+
+def open_client(config: ElasticsearchConfig, environ: Mapping[str, str] | None = None,
+                fast_json: bool = False) -> Elasticsearch:
+    """A client with its own retries off (ours live in the adapter) and the configured TLS;
+    `fast_json` for a search client: requests and answers through orjson (which writes NaN as
+    null, so never for writes of user data)."""
     options: dict[str, Any] = dict(read_credentials(config, environ or os.environ))
     if config.ca_certs:
         options["ca_certs"] = config.ca_certs
+    if fast_json:
+        options["serializers"] = {OrjsonSerializer.mimetype: OrjsonSerializer(),
+                                  NdjsonSerializer.mimetype: _OrjsonNdjsonSerializer()}
     return Elasticsearch(
         list(config.hosts),
         request_timeout=config.request_timeout,

@@ -64,7 +64,7 @@ class ElasticsearchPort:
     def open(cls, config: ElasticsearchConfig, on_event: EventHook = ignore_event,
              environ: Mapping[str, str] | None = None) -> ElasticsearchPort:
         """Connects and checks the index and vector field; fails fast naming the host."""
-        client = open_client(config, environ)
+        client = open_client(config, environ, fast_json=True)
         try:
             facts = check_index(client, config)
         except Exception:
