@@ -25,7 +25,7 @@ faiss.cvar.distance_compute_blas_threshold = 16
 
 _HNSW = "search.embedded.hnsw."
 MAX_EF_SEARCH = 10_000
-AUTO_EF_START = 64
+AUTO_EF_START = 16
 
 
 @dataclass(frozen=True)

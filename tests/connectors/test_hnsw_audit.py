@@ -113,6 +113,6 @@ def test_calibration_settles_raises_or_answers_exactly(
 
 
 def test_ef_search_takes_auto_and_refuses_other_words() -> None:
-    assert HnswParams(ef_search="auto").first_ef == 64
+    assert HnswParams(ef_search="auto").first_ef == 16
     with pytest.raises(ValueError, match="ef-search=0: must be at least 1"):
         HnswParams(ef_search=0)
