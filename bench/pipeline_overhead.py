@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from connectors.chunk_record import ChunkRecord
+from connectors.embedded.row_search import BLOCK_ROWS
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.vector_search import exact_neighbours
 from connectors.embedded.writer import write_store
@@ -77,7 +78,7 @@ def faiss_search(corpus: np.ndarray, queries: np.ndarray, k: int) -> float:
 def store_vector_search(store: EmbeddedStore, queries: np.ndarray, k: int) -> float:
     """The store's kNN alone (faiss and the tie check, in its blocks), without building hits."""
     vectors = store._vectors
-    blocks = [queries[s:s + 256] for s in range(0, len(queries), 256)]
+    blocks = [queries[s:s + BLOCK_ROWS] for s in range(0, len(queries), BLOCK_ROWS)]
     return _timed(lambda: [exact_neighbours(vectors, block, [k] * len(block))
                            for block in blocks])[0]
 

@@ -60,7 +60,8 @@ def evaluate(configs: Sequence[tuple[str, Settings]], *, queries: str, qrels: st
                               beam_args=beam_args)
             results = {r.query_id: r.evidence for r in read_results(str(out))}
         curve = {cut: score_run(results, judgments, cut) for cut in range(1, CURVE_DEPTH + 1)}
-        rows.append(EvalRow(label, score_run(results, judgments, k), summary.seconds,
+        scores = curve[k] if k in curve else score_run(results, judgments, k)
+        rows.append(EvalRow(label, scores, summary.seconds,
                             summary.counts[counters.DEAD_LETTERS], curve))
     return rows
 
