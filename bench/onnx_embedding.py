@@ -31,11 +31,20 @@ from connectors.embedders.sentence_transformer import SentenceTransformerEmbedde
 def export(model: object, tokenizer: object, path: Path) -> None:
     import torch
 
-    encoder = model[0].auto_model  # type: ignore[index]
     sample = tokenizer(["an example"], return_tensors="pt")  # type: ignore[operator]
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
-    torch.onnx.export(encoder, tuple(sample[n] for n in names), str(path), input_names=names,
-                      output_names=["last_hidden_state"], opset_version=17, dynamo=False,
+
+    class Encoder(torch.nn.Module):  # the transformer, called by keyword as the model calls it
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = model[0].auto_model  # type: ignore[index]
+
+        def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+            return self.inner(**dict(zip(names, tensors, strict=True))).last_hidden_state
+
+    torch.onnx.export(Encoder().eval(), tuple(sample[n] for n in names), str(path),
+                      input_names=names, output_names=["last_hidden_state"], opset_version=17,
+                      dynamo=False,
                       dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names,
                                                                           "last_hidden_state"]})
 
