@@ -60,6 +60,7 @@ DOC_ID_CONFLICT, CHUNK_INDEX_CONFLICT, INVALID_CHUNK_INDEX = 1, 2, 4
 _DIGITS = re.compile(r"[0-9]+")
 _MAX_INDEX = 2**63
 _MAX_INDEX_DIGITS = 19
+_SNAKE_KEYS = frozenset((DOC_ID_KEYS[1], CHUNK_INDEX_KEYS[1]))
 T = TypeVar("T")
 
 
@@ -75,6 +76,15 @@ class Identity(NamedTuple):
 
 def resolve_identity(metadata: Mapping[str, Any]) -> Identity:
     """The identity of a chunk with `metadata` (see README, "Identity rules")."""
+    doc_id, chunk_index = metadata.get(DOC_ID), metadata.get(CHUNK_INDEX)
+    if (type(doc_id) is str and type(chunk_index) is int and 0 <= chunk_index < _MAX_INDEX
+            and doc_id.strip() and _SNAKE_KEYS.isdisjoint(metadata)):
+        return Identity(doc_id, chunk_index, _source(metadata))  # as `index` writes it
+    return resolve_any_identity(metadata)
+
+
+def resolve_any_identity(metadata: Mapping[str, Any]) -> Identity:
+    """`resolve_identity` without its shortcut for metadata spelled as `index` writes it."""
     doc_id, doc_conflict = _resolve(metadata, DOC_ID_KEYS, _as_doc_id)
     chunk_index, index_conflict = _resolve(metadata, CHUNK_INDEX_KEYS, _as_index)
     invalid = chunk_index is None and any(k in metadata for k in CHUNK_INDEX_KEYS)
