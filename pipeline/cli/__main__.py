@@ -1,0 +1,9 @@
+"""`python -m pipeline.cli COMMAND ...`: the `rag-evidence` command where only a Python
+interpreter is named, as Airflow's BeamRunPythonPipelineOperator names one (README, "Scheduled
+jobs")."""
+
+import sys
+
+from pipeline.cli.main import main
+
+sys.exit(main())
