@@ -61,10 +61,11 @@ class ConfigError(RagEvidenceError):
 class InvalidInputError(RagEvidenceError):
     """An input record (query line, chunk record) has a bad field."""
 
-    def __init__(self, field: str, value: object, reason: str) -> None:
+    def __init__(self, field: str, value: object, reason: str, *, whole: bool = False) -> None:
+        """`whole`: show the value however long (a path), not its first 80 characters."""
         self.field = field
         self.value = value
-        super().__init__(f"{field}={_short(value)}: {reason}")
+        super().__init__(f"{field}={repr(value) if whole else _short(value)}: {reason}")
 
 
 class InputLineError(InvalidInputError):

@@ -132,7 +132,10 @@ def test_bad_config_is_a_clear_error_not_a_traceback(
 def test_a_missing_query_file_is_named(
     store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    missing = tmp_path / "nope.jsonl"
+    deep = tmp_path / ("a-folder-with-a-long-name-" * 4)  # a path cut short names no file
+    deep.mkdir()
+    missing = deep / "nope.jsonl"
+    assert len(str(missing)) > 120
     args = ["--queries", str(missing), "--out", str(tmp_path / "o.jsonl")]
     assert main(["run", "--config", str(store_config), *args]) == 2
     assert f"--queries='{missing}': does not exist" in capsys.readouterr().err
