@@ -61,11 +61,13 @@ class ConfigError(RagEvidenceError):
 class InvalidInputError(RagEvidenceError):
     """An input record (query line, chunk record) has a bad field."""
 
-    def __init__(self, field: str, value: object, reason: str, *, whole: bool = False) -> None:
-        """`whole`: show the value however long (a path), not its first 80 characters."""
+    def __init__(self, field: str, value: object, reason: str) -> None:
+        """A record's value is shown up to 80 characters; a command-line flag's (`--queries`, a
+        path) whole, since a path cut short names no file."""
         self.field = field
         self.value = value
-        super().__init__(f"{field}={repr(value) if whole else _short(value)}: {reason}")
+        shown = repr(value) if field.startswith("--") else _short(value)
+        super().__init__(f"{field}={shown}: {reason}")
 
 
 class InputLineError(InvalidInputError):

@@ -36,13 +36,12 @@ def read_qrels(path: str | Path) -> Qrels:
             query_id, judged_id, relevance = _parse(line, f"{path}:{number}")
             judgments.setdefault(query_id, {})[judged_id] = relevance
     if not judgments:
-        raise InvalidInputError("--qrels", str(path), "holds no judgment", whole=True)
+        raise InvalidInputError("--qrels", str(path), "holds no judgment")
     ids = [i for judged in judgments.values() for i in judged]
     chunk_level = [is_evidence_key(i) for i in ids]
     if any(chunk_level) and not all(chunk_level):
         raise InvalidInputError("--qrels", str(path), "mixes evidence keys (chunk-level) and "
-                                "document ids (document-level); use one level per file",
-                                whole=True)
+                                "document ids (document-level); use one level per file")
     return Qrels(judgments, "chunk" if all(chunk_level) else "document")
 
 

@@ -47,15 +47,14 @@ def document_paths(root: str | Path) -> list[Path]:
     """
     base = Path(root)
     if not base.is_dir():
-        raise InvalidInputError("--docs", str(root), "is not a directory", whole=True)
+        raise InvalidInputError("--docs", str(root), "is not a directory")
     paths = []
     for folder, folders, files in os.walk(base, followlinks=False):
         paths += [Path(folder) / name for name in [*files, *folders]
                   if Path(name).suffix.lower() in DOC_SUFFIXES]
     if not paths:
         wanted = ", ".join(DOC_SUFFIXES)
-        raise InvalidInputError("--docs", str(root), f"holds no document to index ({wanted})",
-                                whole=True)
+        raise InvalidInputError("--docs", str(root), f"holds no document to index ({wanted})")
     return sorted(paths)
 
 

@@ -51,4 +51,4 @@ def first_dimension(chunks: str) -> int:
             return len(parse_chunk_line(chunks, number, line).vector)
         except InvalidInputError:
             continue
-    raise InvalidInputError("--chunks", chunks, "holds no valid chunk record", whole=True)
+    raise InvalidInputError("--chunks", chunks, "holds no valid chunk record")

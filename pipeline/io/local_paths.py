@@ -30,25 +30,25 @@ def check_input_file(flag: str, path: str, *, text: bool = True) -> None:
     """
     if not is_local(path):
         if not FileSystems.exists(path):
-            raise _path_error(flag, path, "does not exist")
+            raise InvalidInputError(flag, path, "does not exist")
         return
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise _path_error(flag, path, "does not exist") from None
+        raise InvalidInputError(flag, path, "does not exist") from None
     except OSError as error:
-        raise _path_error(flag, path, f"cannot be read ({error.strerror})") from None
+        raise InvalidInputError(flag, path, f"cannot be read ({error.strerror})") from None
     if stat.S_ISDIR(mode):
-        raise _path_error(flag, path, "is a folder, not a file")
+        raise InvalidInputError(flag, path, "is a folder, not a file")
     if not stat.S_ISREG(mode):
-        raise _path_error(flag, path, "is not a regular file (a pipe or a device): the "
+        raise InvalidInputError(flag, path, "is not a regular file (a pipe or a device): the "
                                 "job reads its input more than once, so save it to a file "
                                 "first (for example `zcat q.jsonl.gz > q.jsonl`)")
     if text and not path.lower().endswith((".gz", ".bz2", ".xz", ".zst", ".deflate")):
         with open(path, "rb") as handle:
             start = handle.read(_PEEK_BYTES)
         if start.startswith(_UTF16_32_MARKS) or start.count(0) * 4 >= max(len(start), 8):
-            raise _path_error(flag, path, "is not UTF-8 text (it starts with a UTF-16/32 "
+            raise InvalidInputError(flag, path, "is not UTF-8 text (it starts with a UTF-16/32 "
                                     "byte-order mark, or a quarter of it is NUL bytes); "
                                     "convert it to UTF-8")
 
@@ -63,13 +63,13 @@ def check_output_file(flag: str, path: str) -> None:
         return
     target = Path(path)
     if target.is_dir():
-        raise _path_error(flag, path, "is a folder; name a file to write")
+        raise InvalidInputError(flag, path, "is a folder; name a file to write")
     folder = target.parent
     if not folder.is_dir():
-        raise _path_error(flag, path, f"cannot be written: the folder {str(folder)!r} "
+        raise InvalidInputError(flag, path, f"cannot be written: the folder {str(folder)!r} "
                                 "does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise _path_error(flag, path, f"cannot be written: the folder {str(folder)!r} "
+        raise InvalidInputError(flag, path, f"cannot be written: the folder {str(folder)!r} "
                                 "is not writable")
 
 
@@ -86,11 +86,6 @@ def check_distinct(paths: dict[str, str | None]) -> None:
             continue
         real = os.path.realpath(path)
         if real in seen:
-            raise _path_error(flag, path, f"is the same file as {seen[real]}; each must "
+            raise InvalidInputError(flag, path, f"is the same file as {seen[real]}; each must "
                                     "be a file of its own")
         seen[real] = flag
-
-
-def _path_error(flag: str, path: str, reason: str) -> InvalidInputError:
-    """The error naming `flag` and the whole of `path`: a path cut short names no file."""
-    return InvalidInputError(flag, path, reason, whole=True)

@@ -79,8 +79,7 @@ class ParquetQueries(QuerySource):
             parquet_rows(self.path)
         except (OSError, pa.ArrowException) as error:
             raise InvalidInputError("--queries", self.path,
-                                    f"is not a readable Parquet file ({error})",
-                                    whole=True) from None
+                                    f"is not a readable Parquet file ({error})") from None
 
 
 def query_source(path: str) -> QuerySource:

@@ -54,7 +54,7 @@ class RunIO:
         results = result_sink(out, elasticsearch)
         if snapshot is not None and previous is None:
             raise InvalidInputError("--snapshot", snapshot, "needs --previous (without it, "
-                                    "--out holds every result)", whole=True)
+                                    "--out holds every result)")
         return cls(query_source(queries), results, dead_letter or results.default_dead_letter,
                    _result_file("--previous", previous), _result_file("--snapshot", snapshot))
 
