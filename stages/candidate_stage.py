@@ -9,6 +9,7 @@ import apache_beam as beam
 from stages import counters
 from stages.internal_errors import HandlesErrors
 from stages.models import Candidate, QueryCandidates
+from stages.per_query import PerQueryDoFn
 
 CandidateFn = Callable[[Sequence[Candidate]], list[Candidate]]
 
@@ -24,11 +25,19 @@ class CandidateStage(HandlesErrors, beam.PTransform[beam.PCollection[QueryCandid
         self._dropped_counter = dropped_counter
 
     def expand(self, pcoll: beam.PCollection[QueryCandidates]) -> beam.PCollection[QueryCandidates]:
-        apply = beam.Map(self._apply).with_output_types(QueryCandidates)
-        return pcoll | self._label >> self._guarded(apply)
+        return self._per_query(pcoll, self._label,
+                               _CandidateDoFn(self._fn, self._dropped_counter)).main
 
-    def _apply(self, element: QueryCandidates) -> QueryCandidates:
+
+class _CandidateDoFn(PerQueryDoFn):
+    output_type = QueryCandidates
+
+    def __init__(self, fn: CandidateFn, dropped_counter: str | None) -> None:
+        self._fn = fn
+        self._dropped_counter = dropped_counter
+
+    def answer(self, element: QueryCandidates) -> QueryCandidates:
         kept = self._fn(element.candidates)
         if self._dropped_counter is not None:
             counters.count(self._dropped_counter, len(element.candidates) - len(kept))
-        return QueryCandidates(query_id=element.query_id, candidates=tuple(kept))
+        return QueryCandidates(element.query_id, tuple(kept))

@@ -50,7 +50,15 @@ INDEX_SUMMARY = (CHUNKS_ADDED, CHUNKS_UPDATED, CHUNKS_UNCHANGED, CHUNKS_DELETED,
 def count(name: str, amount: int = 1) -> None:
     """Adds `amount` to counter `name`; must run inside a Beam DoFn or Map."""
     if amount:
-        Metrics.counter(NAMESPACE, name).inc(amount)
+        counter = _COUNTERS.get(name)
+        if counter is None:
+            counter = _COUNTERS[name] = Metrics.counter(NAMESPACE, name)
+        counter.inc(amount)
+
+
+_COUNTERS: dict[str, Metrics.DelegatingCounter] = {}
+"""One delegating counter per name: it finds the running step's metrics at each `inc`, so one
+object serves every step and thread (building one per call cost more than the count)."""
 
 
 def totals(result: PipelineResult) -> dict[str, int]:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam import pvalue
 
 from connectors.embedder_port import EmbedderPort
 from connectors.errors import RagEvidenceError
-from stages.dead_letters import DEAD_LETTER, dead_letter, routed
+from stages.dead_letters import dead_letter
 from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, EmbeddedQuery, Query
+from stages.per_query import GuardedDoFn
 from stages.shared_embedder import SharedEmbedder, embed_texts
 
 
@@ -41,17 +42,19 @@ def embed_queries(queries: Sequence[Query], embedder: EmbedderPort | RagEvidence
     return out
 
 
-class _EmbedDoFn(beam.DoFn):
+class _EmbedDoFn(GuardedDoFn):
+    output_type = EmbeddedQuery
+
     def __init__(self, embedder: SharedEmbedder, refusal: str | None) -> None:
         self._embedder = embedder
         self._refusal = refusal
 
-    def process(self, batch: list[Query]) -> Iterator[EmbeddedQuery | pvalue.TaggedOutput]:
+    def answers(self, batch: list[Query]) -> list[EmbeddedQuery | DeadLetter]:
         embedder: EmbedderPort | RagEvidenceError | None = (
             None if self._refusal is None else RagEvidenceError(self._refusal))
         if embedder is None and any(needs_embedding(q) for q in batch):
             embedder = self._load()
-        yield from routed(embed_queries(batch, embedder or _NOT_NEEDED))
+        return embed_queries(batch, embedder or _NOT_NEEDED)
 
     def _load(self) -> EmbedderPort | RagEvidenceError:
         try:
@@ -87,9 +90,7 @@ class EmbedQueries(HandlesErrors, beam.PTransform[beam.PCollection[Query], pvalu
         self._batch_size = batch_size
 
     def expand(self, queries: beam.PCollection[Query]) -> pvalue.DoOutputsTuple:
-        return (queries
-                | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
-                                                max_batch_size=self._batch_size)
-                | "EmbedTexts" >> self._guarded(
-                    beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main="queries")))
+        batches = queries | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
+                                                          max_batch_size=self._batch_size)
+        return self._per_query(batches, "EmbedTexts", self._fn, main="queries")
 

@@ -17,10 +17,10 @@ from connectors.search_port import (
     PortFactory,
     can,
 )
-from stages.dead_letters import DEAD_LETTER, routed
 from stages.internal_errors import HandlesErrors
 from stages.models import Candidate, DeadLetter, QueryCandidates
 from stages.owning_dofn import OwningDoFn
+from stages.per_query import PerQueryDoFn
 
 ReadContents = Callable[[Sequence[ContentRef]], list[str]]
 """A `LateContentPort`'s `contents`."""
@@ -56,24 +56,24 @@ def _read(candidate: Candidate, contents: Iterator[str]) -> Candidate:
     return candidate._replace(content=next(contents))
 
 
-class _FetchDoFn(OwningDoFn[KnowledgeSearchPort]):
+class _FetchDoFn(OwningDoFn[KnowledgeSearchPort], PerQueryDoFn):
     """Opens its port on the first candidate without content (never, for a port that gives
     contents with its hits)."""
+
+    output_type = QueryCandidates
 
     def setup(self) -> None:
         return None
 
-    def process(self, element: QueryCandidates
-                ) -> Iterator[QueryCandidates | pvalue.TaggedOutput]:
+    def answer(self, element: QueryCandidates) -> QueryCandidates | DeadLetter:
         read: ReadContents | None = None
         if any(c.content is None for c in element.candidates):
             try:
                 port = self.owned()
             except KnowledgeSearchError as error:
-                yield from routed([_letter(element, error)])
-                return
+                return _letter(element, error)
             read = cast(LateContentPort, port).contents if can(port, "contents") else None
-        yield from routed([with_contents(element, read)])
+        return with_contents(element, read)
 
 
 class FetchContent(HandlesErrors, beam.PTransform[beam.PCollection[QueryCandidates],
@@ -89,5 +89,4 @@ class FetchContent(HandlesErrors, beam.PTransform[beam.PCollection[QueryCandidat
         self._fn = _FetchDoFn(port_factory)
 
     def expand(self, element: beam.PCollection[QueryCandidates]) -> pvalue.DoOutputsTuple:
-        return element | "ReadContents" >> self._guarded(
-            beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main="candidates"))
+        return self._per_query(element, "ReadContents", self._fn, main="candidates")

@@ -12,6 +12,7 @@ from connectors.search_port import ContentRef
 from stages import counters
 from stages.internal_errors import HandlesErrors
 from stages.models import Candidate, QueryCandidates, QueryHits, RecalledHit, RetrieverHit
+from stages.per_query import PerQueryDoFn
 
 Report = Callable[[str], None]
 """Called with a counter name each time something worth counting happens."""
@@ -73,9 +74,12 @@ def candidates_of(query_hits: QueryHits, report: Report = _ignore) -> list[Candi
                 query_hits.reasons, query_hits.ranks, strict=True))]
 
 
-def _normalize(query_hits: QueryHits) -> QueryCandidates:
-    return QueryCandidates(query_hits.query_id,
-                           tuple(candidates_of(query_hits, counters.count)))
+class _NormalizeDoFn(PerQueryDoFn):
+    output_type = QueryCandidates
+
+    def answer(self, query_hits: QueryHits) -> QueryCandidates:
+        return QueryCandidates(query_hits.query_id,
+                               tuple(candidates_of(query_hits, counters.count)))
 
 
 class IdentityNormalize(HandlesErrors, beam.PTransform[beam.PCollection[QueryHits],
@@ -86,5 +90,4 @@ class IdentityNormalize(HandlesErrors, beam.PTransform[beam.PCollection[QueryHit
     """
 
     def expand(self, hits: beam.PCollection[QueryHits]) -> beam.PCollection[QueryCandidates]:
-        return hits | "NormalizeIdentity" >> self._guarded(
-            beam.Map(_normalize).with_output_types(QueryCandidates))
+        return self._per_query(hits, "NormalizeIdentity", _NormalizeDoFn()).main

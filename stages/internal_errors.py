@@ -11,11 +11,14 @@ from collections.abc import Iterator
 from typing import Any, Self
 
 import apache_beam as beam
+from apache_beam import pvalue
 from apache_beam.transforms.error_handling import ErrorHandler
 
 from connectors.errors import redact
 from stages import counters
+from stages.dead_letters import DEAD_LETTER
 from stages.models import DeadLetter, EmbeddedQuery, Query
+from stages.per_query import FAILED, GuardedDoFn
 
 FailedElement = tuple[Any, tuple[Any, str, Any]]
 """What Beam hands the error handler: (element, (exception type, repr, traceback))."""
@@ -30,6 +33,17 @@ class HandlesErrors:
     def with_error_handler(self, error_handler: ErrorHandler | None) -> Self:
         self._error_handler = error_handler
         return self
+
+    def _per_query(self, pcoll: beam.PCollection[Any], label: str, fn: GuardedDoFn,
+                   *side_inputs: Any, main: str = "main") -> pvalue.DoOutputsTuple:
+        """`fn` applied to each element of `pcoll` (see `GuardedDoFn`), what it raises sent
+        to the error handler, if any; outputs `main` and `dead_letter`."""
+        outputs = pcoll | label >> beam.ParDo(
+            fn.guarded(self._error_handler is not None), *side_inputs
+        ).with_outputs(FAILED, DEAD_LETTER, main=main)
+        if self._error_handler is not None:
+            self._error_handler.add_error_pcollection(outputs[FAILED])
+        return outputs
 
     def _guarded(self, step: Any) -> Any:
         """`step` (a ParDo or Map) sending what it raises to the error handler, if any."""

@@ -18,6 +18,7 @@ from stages.models import (
     QueryResult,
     block_fields,
 )
+from stages.per_query import PerQueryDoFn
 from stages.ranking import ranked
 
 
@@ -114,5 +115,14 @@ class Project(HandlesErrors,
         self._budget = budget
 
     def expand(self, pcoll: beam.PCollection[QueryCandidates]) -> beam.PCollection[QueryResult]:
-        return pcoll | "ProjectEvidence" >> self._guarded(beam.Map(
-            assemble_result, budget=self._budget).with_output_types(QueryResult))
+        return self._per_query(pcoll, "ProjectEvidence", _ProjectDoFn(self._budget)).main
+
+
+class _ProjectDoFn(PerQueryDoFn):
+    output_type = QueryResult
+
+    def __init__(self, budget: ProjectionBudget) -> None:
+        self._budget = budget
+
+    def answer(self, element: QueryCandidates) -> QueryResult:
+        return assemble_result(element, self._budget)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
 import apache_beam as beam
-from apache_beam import pvalue
 
 from connectors.errors import KnowledgeSearchError, RagEvidenceError
 from connectors.params import Bound
@@ -21,10 +20,11 @@ from connectors.search_port import (
     can,
 )
 from stages import counters
-from stages.dead_letters import DEAD_LETTER, dead_letter, routed
+from stages.dead_letters import dead_letter
 from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, EmbeddedQuery, QueryHits
 from stages.owning_dofn import OwningDoFn
+from stages.per_query import GuardedDoFn
 from stages.sub_queries import (
     DEFAULT_MAX_SUB_QUERIES,
     RecallMode,
@@ -95,9 +95,12 @@ def _result(embedded: EmbeddedQuery, found: list[tuple[SubQuery, ChunkHits]] | R
     return QueryHits(embedded.query.id, ChunkHits(*columns[:5]), columns[5], columns[6])
 
 
-class _RecallDoFn(OwningDoFn[KnowledgeSearchPort]):
+class _RecallDoFn(OwningDoFn[KnowledgeSearchPort], GuardedDoFn):
     """Owns the port from `setup` to `teardown`; a port that cannot be opened dead-letters
-    the batch, and is tried again at the next one, so that the job goes on."""
+    the batch, and is tried again at the next one, so that the job goes on. Answers
+    query by query; what it raises fails the whole batch."""
+
+    output_type = QueryHits
 
     def __init__(self, port_factory: PortFactory, retrieve_k: int, mode: RecallMode,
                  max_sub_queries: int) -> None:
@@ -116,17 +119,15 @@ class _RecallDoFn(OwningDoFn[KnowledgeSearchPort]):
             _log.warning("search port unavailable: %s", error)
             return error
 
-    def process(self, batch: list[EmbeddedQuery]) -> Iterator[QueryHits | pvalue.TaggedOutput]:
+    def answers(self, batch: list[EmbeddedQuery]) -> list[QueryHits | DeadLetter]:
         port = self._open_port()
-        results: list[QueryHits | DeadLetter]
         if isinstance(port, KnowledgeSearchError):
-            results = [dead_letter(q.query, "recall", port) for q in batch]
-        else:
-            results = recall_batch(batch, port, self._retrieve_k, self._mode,
-                                   self._max_sub_queries)
+            return [dead_letter(q.query, "recall", port) for q in batch]
+        results = recall_batch(batch, port, self._retrieve_k, self._mode,
+                               self._max_sub_queries)
         counters.count(counters.CANDIDATES,
                        sum(len(r.reasons) for r in results if isinstance(r, QueryHits)))
-        yield from routed(results)
+        return results
 
 
 class Recall(HandlesErrors,
@@ -145,10 +146,6 @@ class Recall(HandlesErrors,
         self._batch_size = batch_size
 
     def expand(self, queries: beam.PCollection[EmbeddedQuery]) -> beam.pvalue.DoOutputsTuple:
-        return (
-            queries
-            | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
-                                            max_batch_size=self._batch_size)
-            | "Search" >> self._guarded(
-                beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main="hits"))
-        )
+        batches = queries | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
+                                                          max_batch_size=self._batch_size)
+        return self._per_query(batches, "Search", self._fn, main="hits")

@@ -22,9 +22,9 @@ from pipeline.io.records import (
 from pipeline.io.validation_messages import describe_validation_error
 from pipeline.run.repeated_ids import repeated_id_letter
 from stages import counters
-from stages.dead_letters import DEAD_LETTER, routed
 from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, Query
+from stages.per_query import PerQueryDoFn
 
 _SHOWN_CHARS = 10_000
 """How much of a line that is not JSON a dead letter keeps."""
@@ -70,15 +70,19 @@ def _query_id(data: dict[str, object]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-class _ParseDoFn(beam.DoFn):
-    def process(self, record: InputRecord, first_lines: Mapping[str, int]
-                ) -> Iterator[Query | pvalue.TaggedOutput]:
+class _ParseDoFn(PerQueryDoFn):
+    output_type = Query
+
+    def process(self, record: InputRecord, first_lines: Mapping[str, int]) -> Iterator[Any]:  # type: ignore[override]
+        return self.outputs(record, first_lines)
+
+    def answer(self, record: InputRecord, first_lines: Mapping[str, int]) -> Query | DeadLetter:
         if not isinstance(record[1], UnreadableRest):  # the rest of a file is no query
             counters.count(counters.QUERIES)
         parsed = parse_query_line(*record)
         if isinstance(parsed, Query):
             parsed = repeated_id_letter(parsed, first_lines) or parsed
-        yield from routed([parsed])
+        return parsed
 
 
 class ParseQueries(HandlesErrors,
@@ -100,5 +104,5 @@ class ParseQueries(HandlesErrors,
         if repeated is None:
             repeated = lines.pipeline | "NoRepeatedIds" >> beam.Create([])
         first_lines = beam.pvalue.AsDict(repeated)
-        return lines | "ParseQueryLines" >> self._guarded(
-            beam.ParDo(_ParseDoFn(), first_lines).with_outputs(DEAD_LETTER, main="queries"))
+        return self._per_query(lines, "ParseQueryLines", _ParseDoFn(), first_lines,
+                               main="queries")

@@ -1,0 +1,70 @@
+"""A step that answers each query's element on its own, failing only that query.
+
+What `answer` raises goes, with an error handler, to the `failed` output as Beam's
+`with_exception_handling` would send it; without one it fails the pipeline, as in unit tests.
+Beam's wrapper does the same for any DoFn, but forwards every attribute lookup through Python
+on each element: catching here cost a run 10% less.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar
+
+import apache_beam as beam
+from apache_beam import pvalue
+
+from stages.dead_letters import routed
+
+FAILED = "failed"
+"""The tag of the elements whose step raised: (element, (exception type, repr, traceback))."""
+
+
+class GuardedDoFn(beam.DoFn):
+    """Subclasses set `output_type` and implement `answers` (one element in, its outputs or
+    DeadLetters out)."""
+
+    output_type: ClassVar[type] = object
+    _guarded = False
+
+    def guarded(self, on: bool) -> GuardedDoFn:
+        """This DoFn, catching what it raises (`on`) or letting it fail the pipeline."""
+        self._guarded = on
+        return self
+
+    def answers(self, element: Any, *side_inputs: Any) -> Iterable[Any]:
+        raise NotImplementedError
+
+    def process(self, element: Any) -> Iterator[Any]:
+        return self.outputs(element)
+
+    def outputs(self, element: Any, *side_inputs: Any) -> Iterator[Any]:
+        """What `process` yields for `element`; a DoFn with side inputs calls it from its own
+        `process`, naming them."""
+        try:
+            results = self.answers(element, *side_inputs)
+        except Exception as error:
+            if not self._guarded:
+                raise
+            yield pvalue.TaggedOutput(FAILED, failed_element(element, error))
+            return
+        yield from routed(results)
+
+    def infer_output_type(self, input_type: Any) -> Any:
+        return self.output_type
+
+
+class PerQueryDoFn(GuardedDoFn):
+    """One output (or DeadLetter) per element: subclasses implement `answer`."""
+
+    def answer(self, element: Any, *side_inputs: Any) -> Any:
+        raise NotImplementedError
+
+    def answers(self, element: Any, *side_inputs: Any) -> Iterable[Any]:
+        return (self.answer(element, *side_inputs),)
+
+
+def failed_element(element: Any, error: Exception) -> Any:
+    """What Beam's `with_exception_handling` sends an error handler for `element`."""
+    return (element, (type(error), repr(error), traceback.format_exception(error)))
