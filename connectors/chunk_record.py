@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from connectors.input_limits import Vector, check_text, check_vector
+from connectors.input_limits import Vector, check_text
 
 
 class ChunkRecord(BaseModel):
@@ -29,12 +29,6 @@ class ChunkRecord(BaseModel):
     def _metadata_is_valid_unicode(cls, metadata: dict[str, Any]) -> dict[str, Any]:
         _check_strings(metadata)
         return metadata
-
-    @field_validator("vector")
-    @classmethod
-    def _usable_in_float32(cls, vector: tuple[float, ...]) -> tuple[float, ...]:
-        check_vector(vector)
-        return vector
 
 
 def _check_strings(value: Any) -> None:

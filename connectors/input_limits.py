@@ -16,11 +16,10 @@ from typing import Annotated, Any
 
 import numpy as np
 import orjson
-from pydantic import Strict
+from pydantic import Strict, ValidatorFunctionWrapHandler, WrapValidator
 
 Component = Annotated[float, Strict()]
 """A vector component: a number (whole or not), never `true` or a string of digits."""
-Vector = tuple[Component, ...]
 
 MAX_LINE_CHARS = 16 * 1024 * 1024
 MAX_LINE_BYTES = MAX_LINE_CHARS
@@ -119,17 +118,41 @@ def check_text(value: str) -> str:
 def check_vector(vector: Sequence[float]) -> None:
     """Raises ValueError unless `vector` is a usable float32 vector: not empty, at most
     MAX_VECTOR_LENGTH long, every component finite in float32, and not zero in float32."""
-    if not vector:
+    _check_components(np.asarray(vector, dtype=np.float64))
+
+
+def _check_components(as_float64: np.ndarray) -> None:
+    if not len(as_float64):
         raise ValueError("a vector must not be empty")
-    if len(vector) > MAX_VECTOR_LENGTH:
-        raise ValueError(f"has {len(vector)} components; at most {MAX_VECTOR_LENGTH}")
-    as_float64 = np.asarray(vector, dtype=np.float64)
+    if len(as_float64) > MAX_VECTOR_LENGTH:
+        raise ValueError(f"has {len(as_float64)} components; at most {MAX_VECTOR_LENGTH}")
     if not (np.isfinite(as_float64).all() and np.abs(as_float64).max() <= FLOAT32_MAX):
         raise ValueError("every component must be a finite float32 number "
                          f"(no NaN or inf, magnitude at most {FLOAT32_MAX:.4g})")
     if not as_float64.astype(np.float32).any():
         raise ValueError("is zero in float32 (every component rounds to 0): cosine similarity "
                          "is undefined")
+
+
+def _usable_vector(value: Any, handler: ValidatorFunctionWrapHandler) -> tuple[float, ...]:
+    """A `Vector`: strict numbers (`Component`), then `check_vector`. A list of floats (and
+    ints), as JSON gives, is checked in one numpy pass; anything else goes through pydantic
+    first, whose errors name the component."""
+    kinds = set(map(type, value)) if type(value) is list else None
+    if not kinds or not kinds <= _PLAIN_NUMBERS:
+        vector: tuple[float, ...] = handler(value)
+        check_vector(vector)
+        return vector
+    _check_components(np.array(value, dtype=np.float64))
+    return tuple(value) if kinds == _FLOATS else tuple(map(float, value))
+
+
+_FLOATS = {float}
+_PLAIN_NUMBERS = {float, int}
+
+
+Vector = Annotated[tuple[Component, ...], WrapValidator(_usable_vector)]
+"""A query's or chunk's vector: validated and checked with `check_vector`."""
 
 
 def _int(digits: str) -> int:

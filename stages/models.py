@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from connectors.input_limits import Vector, check_filters, check_text, check_vector
+from connectors.input_limits import Vector, check_filters, check_text
 from connectors.search_port import ChunkHit, ChunkHits, ContentRef, FilterValue
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -70,23 +70,13 @@ class Query(BaseModel):
                     check_text(item)
         return filters
 
-    @field_validator("vector")
-    @classmethod
-    def _vector_is_usable(cls, vector: tuple[float, ...] | None) -> tuple[float, ...] | None:
-        if vector is not None:
-            check_vector(vector)
-        return vector
-
     @field_validator("vectors")
     @classmethod
-    def _vectors_are_usable(
+    def _vectors_are_present(
         cls, vectors: tuple[tuple[float, ...], ...] | None
     ) -> tuple[tuple[float, ...], ...] | None:
-        if vectors is not None:
-            if not vectors:
-                raise ValueError("must hold at least one vector when present")
-            for vector in vectors:
-                check_vector(vector)
+        if vectors is not None and not vectors:
+            raise ValueError("must hold at least one vector when present")
         return vectors
 
     @model_validator(mode="after")
