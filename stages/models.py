@@ -48,6 +48,13 @@ class Query(BaseModel):
         """The input line this query came from, when it came from a file."""
         return self._line_number
 
+    @classmethod
+    def of_line(cls, data: Any, line_number: int) -> Query:
+        """`data` validated as a query read from input line `line_number`."""
+        query = cls.model_validate(data)
+        query._line_number = line_number  # a new object, not shared yet: no copy needed
+        return query
+
     def from_line(self, line_number: int) -> Query:
         """This query, remembering its input line (not part of the query's JSON)."""
         copy = self.model_copy()

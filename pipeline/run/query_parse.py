@@ -59,7 +59,7 @@ def parse_query_line(line_number: int, line: str | bytes | dict[str, Any] | Unre
 
 def _validated(line_number: int, data: dict[str, Any]) -> Query | DeadLetter:
     try:
-        return Query.model_validate(data).from_line(line_number)
+        return Query.of_line(data, line_number)
     except ValidationError as error:
         return DeadLetter(stage="parse", error=describe_validation_error(error),
                           line_number=line_number, query_id=_query_id(data), input=data)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import apache_beam as beam
+import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms.error_handling import CollectingErrorHandler
@@ -74,3 +75,9 @@ def test_a_stage_that_raises_for_one_query_dead_letters_that_query_only() -> Non
         assert_that(kept | beam.Map(lambda q: q.query_id), equal_to(["ok"]), label="kept")
         assert_that(letters | beam.Map(lambda d: (d.stage, d.query_id, "stage bug" in d.error)),
                     equal_to([("internal", "bad", True)]), label="letters")
+
+
+def test_without_an_error_handler_a_stage_that_raises_fails_the_pipeline() -> None:
+    elements = [QueryCandidates(query_id="bad", candidates=(chunk("b", 0, 0.9),))]
+    with pytest.raises(ValueError, match="stage bug"), TestPipeline() as p:
+        _ = p | beam.Create(elements) | CandidateStage("Explode", _explode_on_b)

@@ -1,0 +1,63 @@
+"""The `Vector` type's numpy path for plain JSON numbers agrees with pydantic's strict path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import TypeAdapter, ValidationError
+
+from connectors.input_limits import Component, Vector, check_vector
+
+_FAST = TypeAdapter(Vector)
+_REFERENCE = TypeAdapter(tuple[Component, ...])
+
+_COMPONENTS = st.one_of(
+    st.floats(), st.integers(-10**25, 10**25), st.booleans(), st.none(),
+    st.sampled_from(["1.5", "", 0.0, 1.0, 1, 0, -0.0, 3.5e38, 1e-46]),
+    st.lists(st.floats(), max_size=2))
+
+
+def _reference(value: Any) -> tuple[float, ...] | str:
+    try:
+        vector = _REFERENCE.validate_python(value)
+        check_vector(vector)
+    except (ValidationError, ValueError) as error:
+        return type(error).__name__
+    return vector
+
+
+def _fast(value: Any) -> tuple[float, ...] | str:
+    try:
+        return _FAST.validate_python(value)
+    except ValidationError:
+        return "ValidationError"
+
+
+def _typed(vector: tuple[float, ...] | str) -> object:
+    return vector if isinstance(vector, str) else [(type(x), x) for x in vector]
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=st.lists(_COMPONENTS, max_size=6))
+def test_the_fast_path_accepts_refuses_and_converts_as_the_strict_path_does(value: list[Any]
+                                                                           ) -> None:
+    expected = _reference(value)
+    if isinstance(expected, str):  # a refusal: a ValueError in a validator is a ValidationError
+        assert _fast(value) == "ValidationError"
+    else:
+        assert _typed(_fast(value)) == _typed(expected)
+
+
+@pytest.mark.parametrize(("value", "field"), [
+    ([1.0, True], "1"), (["1.5", 2.0], "0"), ([[1.0], 2.0], "0")])
+def test_a_component_that_is_no_number_is_named(value: list[Any], field: str) -> None:
+    with pytest.raises(ValidationError) as raised:
+        _FAST.validate_python(value)
+    assert raised.value.errors()[0]["loc"] == (int(field),)
+
+
+def test_whole_numbers_become_floats() -> None:
+    assert _typed(_FAST.validate_python([1, 2.5])) == [(float, 1.0), (float, 2.5)]
