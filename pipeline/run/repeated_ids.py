@@ -7,7 +7,8 @@ only needs the (usually empty) table of repeated ids, never the queries held bac
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import apache_beam as beam
@@ -19,6 +20,7 @@ from pipeline.io.records import InputRecord, OverlongLine, UnreadableRest
 from stages.models import DeadLetter, Query
 
 FirstAndCount = tuple[int, int]
+IdLine = tuple[str, int]
 
 
 def query_id_of(record: InputRecord) -> Iterator[tuple[str, int]]:
@@ -52,32 +54,55 @@ def _id_holder(raw: bytes | str) -> Any:
         return loads(decode_line(raw))
 
 
-class _FirstLineAndCount(beam.CombineFn):
-    def create_accumulator(self) -> FirstAndCount:
-        return (0, 0)
+ID_BUCKETS = 1024
+"""Ids are counted in this many buckets, one dict each: a combine per bucket costs a run far
+less than one per id, and a bucket stays small however many queries there are."""
 
-    def add_input(self, accumulator: FirstAndCount, line: int) -> FirstAndCount:
-        return self.merge_accumulators([accumulator, (line, 1)])
 
-    def merge_accumulators(self, accumulators: Any) -> FirstAndCount:
-        seen = [a for a in accumulators if a[1]]
-        return (min(a[0] for a in seen), sum(a[1] for a in seen)) if seen else (0, 0)
+def bucketed_id(record: InputRecord) -> Iterator[tuple[int, IdLine]]:
+    """(bucket, (id, line number)) of a record that holds an id (see `query_id_of`); the
+    bucket is a CRC of the id, the same on every worker (`hash` is salted per process)."""
+    for query_id, number in query_id_of(record):
+        yield zlib.crc32(query_id.encode("utf-8", "surrogatepass")) % ID_BUCKETS, (
+            query_id, number)
 
-    def extract_output(self, accumulator: FirstAndCount) -> FirstAndCount:
-        return accumulator
+
+class _RepeatedInBucket(beam.CombineFn):
+    """(id, line number)s -> (id, first line) of each id that more than one line holds."""
+
+    def create_accumulator(self) -> dict[str, FirstAndCount]:
+        return {}
+
+    def add_input(self, seen: dict[str, FirstAndCount], item: IdLine
+                  ) -> dict[str, FirstAndCount]:
+        query_id, number = item
+        first = seen.get(query_id)
+        seen[query_id] = (number, 1) if first is None else (min(first[0], number), first[1] + 1)
+        return seen
+
+    def merge_accumulators(self, accumulators: Iterable[dict[str, FirstAndCount]]
+                           ) -> dict[str, FirstAndCount]:
+        merged: dict[str, FirstAndCount] = {}
+        for seen in accumulators:
+            for query_id, (number, count) in seen.items():
+                first = merged.get(query_id)
+                merged[query_id] = (number, count) if first is None else (
+                    min(first[0], number), first[1] + count)
+        return merged
+
+    def extract_output(self, seen: dict[str, FirstAndCount]) -> list[IdLine]:
+        return [(query_id, first) for query_id, (first, count) in seen.items() if count > 1]
 
 
 class RepeatedQueryIds(beam.PTransform[beam.PCollection[InputRecord],
-                                       beam.PCollection[tuple[str, int]]]):
+                                       beam.PCollection[IdLine]]):
     """Input records -> (id, first line) for each id that more than one record holds."""
 
-    def expand(self, records: beam.PCollection[InputRecord]
-               ) -> beam.PCollection[tuple[str, int]]:
+    def expand(self, records: beam.PCollection[InputRecord]) -> beam.PCollection[IdLine]:
         return (records
-                | "QueryIds" >> beam.FlatMap(query_id_of)
-                | "FirstLineAndCount" >> beam.CombinePerKey(_FirstLineAndCount())
-                | "Repeated" >> beam.Filter(lambda item: item[1][1] > 1)
-                | "FirstLine" >> beam.MapTuple(lambda query_id, seen: (query_id, seen[0])))
+                | "BucketedIds" >> beam.FlatMap(bucketed_id)
+                | "RepeatedInBucket" >> beam.CombinePerKey(_RepeatedInBucket())
+                | "Repeated" >> beam.FlatMap(lambda bucket_repeated: bucket_repeated[1]))
 
 
 def repeated_id_letter(query: Query, first_lines: Mapping[str, int]) -> DeadLetter | None:
