@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from connectors.chunk_record import ChunkRecord
+from connectors.embedded import chunk_table
 from connectors.embedded.layout import OFFSETS_FILE, RECORDS_FILE, VECTORS_FILE
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.top_k import top_rows
@@ -153,3 +154,19 @@ def test_metadata_holding_nan_reads_back(tmp_path: Path) -> None:
     write_store(tmp_path, [record])
     (hits,) = EmbeddedStore.open(tmp_path).search([SearchRequest(vector=(1.0, 0.0), k=1)])
     assert np.isnan(hits[0].metadata["weight"])  # type: ignore[index]
+
+
+@pytest.mark.parametrize("kept", [0, 3, 1_000_000])
+def test_rows_read_again_give_the_same_ids_and_identities_whatever_is_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept: int) -> None:
+    write_store(tmp_path, chunk_records(unit_vectors(12, dim=8), chunks_per_doc=3))
+    monkeypatch.setattr(chunk_table, "KEPT_IDENTITIES", kept)
+    columns = chunk_table.ChunkColumns.of_version(current_version(tmp_path))
+    assert columns is not None
+    whole = columns.whole()
+    for rows in ([5, 0, 5, 11], [11, 5, 2], [], [2, 2, 2, 7, 0, 11]):
+        ids, identities = columns.take(np.array(rows, dtype=np.int64))
+        assert ids == [whole.ids[r] for r in rows]
+        assert identities == [whole.identities[r] for r in rows]
+    assert ids[1] == "doc0#chunk-2" and identities[1].chunk_index == 2
+    assert sum(pair is not None for pair in columns._kept) == min(kept, 5)  # rows 0, 2, 5, 7, 11
