@@ -1,8 +1,9 @@
 """Anything unexpected raised while handling some queries becomes their dead letters.
 
-One mechanism for every step: Beam's `with_exception_handling`, sending the failed element
-and its exception to one error handler, whose records become dead letters of stage
-`internal` naming the exception. A step that works on a batch fails its whole batch.
+One mechanism for every query step (`per_query`, with a `GuardedDoFn`): the failed element
+and its exception go to one error handler, in the records Beam's `with_exception_handling`
+gives it, and become dead letters of stage `internal` naming the exception. A step that works
+on a batch fails its whole batch.
 """
 
 from __future__ import annotations
@@ -24,9 +25,22 @@ FailedElement = tuple[Any, tuple[Any, str, Any]]
 """What Beam hands the error handler: (element, (exception type, repr, traceback))."""
 
 
+def per_query(pcoll: beam.PCollection[Any], label: str, fn: GuardedDoFn,
+              error_handler: ErrorHandler | None, *side_inputs: Any, main: str = "main"
+              ) -> pvalue.DoOutputsTuple:
+    """`fn` applied to each element of `pcoll` (see `GuardedDoFn`), what it raises sent to
+    `error_handler` (None: it fails the pipeline); outputs `main` and `dead_letter`."""
+    outputs = pcoll | label >> beam.ParDo(
+        fn.guarded(error_handler is not None), *side_inputs
+    ).with_outputs(FAILED, DEAD_LETTER, main=main)
+    if error_handler is not None:
+        error_handler.add_error_pcollection(outputs[FAILED])
+    return outputs
+
+
 class HandlesErrors:
     """Our transforms' side of Beam's convention: `with_error_handler(handler)` (None: errors
-    fail the pipeline, as in unit tests) and `_guarded(step)` for each step inside."""
+    fail the pipeline, as in unit tests) and `_per_query(...)` for each step inside."""
 
     _error_handler: ErrorHandler | None = None
 
@@ -36,20 +50,8 @@ class HandlesErrors:
 
     def _per_query(self, pcoll: beam.PCollection[Any], label: str, fn: GuardedDoFn,
                    *side_inputs: Any, main: str = "main") -> pvalue.DoOutputsTuple:
-        """`fn` applied to each element of `pcoll` (see `GuardedDoFn`), what it raises sent
-        to the error handler, if any; outputs `main` and `dead_letter`."""
-        outputs = pcoll | label >> beam.ParDo(
-            fn.guarded(self._error_handler is not None), *side_inputs
-        ).with_outputs(FAILED, DEAD_LETTER, main=main)
-        if self._error_handler is not None:
-            self._error_handler.add_error_pcollection(outputs[FAILED])
-        return outputs
-
-    def _guarded(self, step: Any) -> Any:
-        """`step` (a ParDo or Map) sending what it raises to the error handler, if any."""
-        if self._error_handler is None:
-            return step
-        return step.with_exception_handling(error_handler=self._error_handler)
+        """`per_query` with this transform's error handler."""
+        return per_query(pcoll, label, fn, self._error_handler, *side_inputs, main=main)
 
 
 def internal_dead_letters(failed: FailedElement) -> Iterator[DeadLetter]:

@@ -45,7 +45,7 @@ class GuardedDoFn(beam.DoFn, metaclass=ABCMeta):
         """What `process` yields for `element`; a DoFn with side inputs calls it from its own
         `process`, naming them."""
         try:
-            results = self.answers(element, *side_inputs)
+            results = list(self.answers(element, *side_inputs))  # a generator raises here too
         except Exception as error:
             if not self._guarded:
                 raise

@@ -189,11 +189,13 @@ class _ThroughWriters(HandlesErrors,
         self._step, self._batch_size = step, batch_size
 
     def expand(self, items: beam.PCollection[T]) -> beam.PCollection[Failure]:
+        write = beam.ParDo(self._step).with_outputs(FAILED, main="written")
+        if self._error_handler is not None:  # a batch of chunks, not queries: Beam's wrapper
+            write = write.with_exception_handling(error_handler=self._error_handler)
         return (items
                 | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
                                                 max_batch_size=self._batch_size)
-                | "Write" >> self._guarded(beam.ParDo(self._step).with_outputs(
-                    FAILED, main="written")))[FAILED]
+                | "Write" >> write)[FAILED]
 
 
 class WriteChunks(_ThroughWriters[ToWrite]):

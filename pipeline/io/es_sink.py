@@ -11,28 +11,32 @@ import apache_beam as beam
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.writer import ElasticsearchWriter
 from stages import counters
+from stages.dead_letters import DEAD_LETTER
 from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, QueryResult
 from stages.owning_dofn import OwningDoFn
+from stages.per_query import GuardedDoFn
 
 _log = logging.getLogger(__name__)
 
 
-class _WriteEvidenceDoFn(OwningDoFn[ElasticsearchWriter]):
-    """Owns an Elasticsearch writer from `setup` to `teardown`."""
+class _WriteEvidenceDoFn(OwningDoFn[ElasticsearchWriter], GuardedDoFn):
+    """Owns an Elasticsearch writer from `setup` to `teardown`; what it raises fails the
+    whole batch."""
+
+    output_type = DeadLetter
 
     def __init__(self, config: ElasticsearchConfig, index: str) -> None:
         super().__init__(partial(ElasticsearchWriter.open, config, on_event=counters.count))
         self._index = index
 
-    def process(self, batch: Sequence[QueryResult]) -> Iterator[DeadLetter]:
+    def answers(self, batch: Sequence[QueryResult]) -> Iterator[DeadLetter]:
         documents = [(r.query_id, r.model_dump(mode="json")) for r in batch]
         report = self.owned().write_documents(self._index, documents)
         counters.count(counters.RESULTS, report.indexed)
         failed = dict(report.failures)
         for result in batch:
             if result.query_id in failed:
-                counters.count(counters.DEAD_LETTERS)
                 yield DeadLetter(stage="write", query_id=result.query_id,
                                  error=f"evidence not written: {failed[result.query_id]}",
                                  input=result.model_dump(mode="json"))
@@ -50,8 +54,7 @@ class WriteEvidenceToElasticsearch(HandlesErrors, beam.PTransform[beam.PCollecti
         self._batch_size = batch_size
 
     def expand(self, results: beam.PCollection[QueryResult]) -> beam.PCollection[DeadLetter]:
-        return (results
-                | "Batch" >> beam.BatchElements(max_batch_size=self._batch_size)
-                | "Bulk" >> self._guarded(beam.ParDo(_WriteEvidenceDoFn(
-                    self._config, self._index)).with_output_types(DeadLetter)))
+        batches = results | "Batch" >> beam.BatchElements(max_batch_size=self._batch_size)
+        return self._per_query(batches, "Bulk", _WriteEvidenceDoFn(self._config, self._index)
+                               )[DEAD_LETTER]
 

@@ -5,7 +5,7 @@ it holds, and (files) how to read results back, so that eval, demo and tests use
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,9 @@ from pipeline.io.query_source import QuerySource, query_source
 from pipeline.io.records import unreadable_reason
 from pipeline.io.single_file_sink import ParquetRows, TextLines, WriteToSingleFile
 from stages import counters
+from stages.internal_errors import per_query
 from stages.models import DeadLetter, QueryResult
+from stages.per_query import PerQueryDoFn
 
 ES_SCHEME = "es://"
 DEAD_LETTER_SUFFIX = ".dead-letter.jsonl"
@@ -78,20 +80,16 @@ class ResultFile(ResultSink):
 class JsonLinesResults(ResultFile):
     def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler,
               counted: bool = True) -> None:
-        (results
-         | "ResultJson" >> beam.Map(_encoded, to_json_line, counted).with_output_types(str)
-         .with_exception_handling(error_handler=errors)
-         | "WriteResults" >> WriteToSingleFile(self.location, TextLines()))
+        lines = per_query(results, "ResultJson", _Encode(to_json_line, counted), errors)
+        lines.main | "WriteResults" >> WriteToSingleFile(self.location, TextLines())
 
 
 
 class ParquetResults(ResultFile):
     def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler,
               counted: bool = True) -> None:
-        (results
-         | "ResultRow" >> beam.Map(_encoded, result_row, counted).with_exception_handling(
-             error_handler=errors)
-         | "WriteResults" >> WriteToSingleFile(self.location, ParquetRows(RESULT_SCHEMA)))
+        rows = per_query(results, "ResultRow", _Encode(result_row, counted), errors)
+        rows.main | "WriteResults" >> WriteToSingleFile(self.location, ParquetRows(RESULT_SCHEMA))
 
 
 
@@ -163,8 +161,14 @@ def _as_result(record: tuple[int, Any], location: str) -> QueryResult:
                                 f"is not a result record ({error})") from None
 
 
-def _encoded(result: QueryResult, encode: Any, counted: bool) -> Any:
-    encoded = encode(result)
-    if counted:
-        counters.count(counters.RESULTS)
-    return encoded
+class _Encode(PerQueryDoFn):
+    """A result as its file holds it (a JSON line, a Parquet row), counted unless a copy."""
+
+    def __init__(self, encode: Callable[[QueryResult], Any], counted: bool) -> None:
+        self._encode, self._counted = encode, counted
+
+    def answer(self, result: QueryResult) -> Any:
+        encoded = self._encode(result)
+        if self._counted:
+            counters.count(counters.RESULTS)
+        return encoded

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import apache_beam as beam
@@ -17,8 +17,9 @@ from connectors.search_port import SearchOutcome, SearchRequest
 from pipeline.config.loader import load_settings
 from pipeline.run.job import run_job
 from stages.candidate_stage import CandidateStage
-from stages.internal_errors import InternalDeadLetters
-from stages.models import Candidate, QueryCandidates
+from stages.internal_errors import InternalDeadLetters, per_query
+from stages.models import Candidate, DeadLetter, QueryCandidates
+from stages.per_query import GuardedDoFn
 from tests.builders import chunk
 
 
@@ -81,3 +82,26 @@ def test_without_an_error_handler_a_stage_that_raises_fails_the_pipeline() -> No
     elements = [QueryCandidates(query_id="bad", candidates=(chunk("b", 0, 0.9),))]
     with pytest.raises(ValueError, match="stage bug"), TestPipeline() as p:
         _ = p | beam.Create(elements) | CandidateStage("Explode", _explode_on_b)
+
+
+class _YieldsThenRaises(GuardedDoFn):
+    """A step whose `answers` is a generator: it raises only once its outputs are read."""
+
+    def answers(self, batch: list[str]) -> Iterator[str | DeadLetter]:
+        for query_id in batch:
+            if query_id == "bad":
+                raise ValueError("bug half-way")
+            yield query_id
+
+
+def test_a_step_that_raises_half_way_through_its_outputs_fails_its_element_only() -> None:
+    with TestPipeline() as p:
+        handler = CollectingErrorHandler()
+        outputs = per_query(p | beam.Create([["a", "b"], ["c", "bad", "d"]]), "Step",
+                            _YieldsThenRaises(), handler)
+        handler.close()
+        letters = handler.output() | InternalDeadLetters()
+        # nothing of the failed element comes out: its queries are dead letters, not halves
+        assert_that(outputs.main, equal_to(["a", "b"]), label="kept")
+        assert_that(letters | beam.Map(lambda d: "bug half-way" in d.error),
+                    equal_to([True, True, True]), label="letters")
