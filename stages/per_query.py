@@ -38,12 +38,10 @@ class GuardedDoFn(beam.DoFn, metaclass=ABCMeta):
     def answers(self, element: Any, *side_inputs: Any) -> Iterable[Any]:
         """`element`'s outputs and DeadLetters."""
 
-    def process(self, element: Any) -> Iterator[Any]:
-        return self.outputs(element)
-
-    def outputs(self, element: Any, *side_inputs: Any) -> Iterator[Any]:
-        """What `process` yields for `element`; a DoFn with side inputs calls it from its own
-        `process`, naming them."""
+    # side_inputs unannotated: Beam would check an annotation against each step's side inputs
+    def process(self, element: Any, *side_inputs) -> Iterator[Any]:
+        """`element`'s outputs, its dead letters to `dead_letter`, or what it raised to `failed`
+        (side inputs, if the step was given any, come after it)."""
         try:
             results = list(self.answers(element, *side_inputs))  # a generator raises here too
         except Exception as error:

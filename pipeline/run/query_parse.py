@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from json import JSONDecodeError
 from typing import Any
 
@@ -72,9 +72,6 @@ def _query_id(data: dict[str, object]) -> str | None:
 
 class _ParseDoFn(PerQueryDoFn):
     output_type = Query
-
-    def process(self, record: InputRecord, first_lines: Mapping[str, int]) -> Iterator[Any]:  # type: ignore[override]
-        return self.outputs(record, first_lines)
 
     def answer(self, record: InputRecord, first_lines: Mapping[str, int]) -> Query | DeadLetter:
         if not isinstance(record[1], UnreadableRest):  # the rest of a file is no query
