@@ -67,6 +67,13 @@ def bucketed_id(record: InputRecord) -> Iterator[tuple[int, IdLine]]:
             query_id, number)
 
 
+def _add(seen: dict[str, FirstAndCount], query_id: str, number: int, count: int) -> None:
+    """`count` more lines hold `query_id`, the first of them `number`."""
+    first = seen.get(query_id)
+    seen[query_id] = (number, count) if first is None else (
+        min(first[0], number), first[1] + count)
+
+
 class _RepeatedInBucket(beam.CombineFn):
     """(id, line number)s -> (id, first line) of each id that more than one line holds."""
 
@@ -76,8 +83,7 @@ class _RepeatedInBucket(beam.CombineFn):
     def add_input(self, seen: dict[str, FirstAndCount], item: IdLine
                   ) -> dict[str, FirstAndCount]:
         query_id, number = item
-        first = seen.get(query_id)
-        seen[query_id] = (number, 1) if first is None else (min(first[0], number), first[1] + 1)
+        _add(seen, query_id, number, 1)
         return seen
 
     def merge_accumulators(self, accumulators: Iterable[dict[str, FirstAndCount]]
@@ -85,9 +91,7 @@ class _RepeatedInBucket(beam.CombineFn):
         merged: dict[str, FirstAndCount] = {}
         for seen in accumulators:
             for query_id, (number, count) in seen.items():
-                first = merged.get(query_id)
-                merged[query_id] = (number, count) if first is None else (
-                    min(first[0], number), first[1] + count)
+                _add(merged, query_id, number, count)
         return merged
 
     def extract_output(self, seen: dict[str, FirstAndCount]) -> list[IdLine]:
