@@ -81,6 +81,10 @@ def file_blocks(path: str, block_bytes: int = BLOCK_BYTES) -> Iterator[Block]:
         yield path, start, min(start + block_bytes, size)
 
 
+def _blocks_of_file(_impulse: bytes, path: str, block_bytes: int) -> Iterator[Block]:
+    return file_blocks(path, block_bytes)
+
+
 def count_line_starts(block: Block) -> LineStarts:
     """How many lines start in `block`: a line starts at byte 0 and after each newline."""
     path, start, end = block
@@ -163,8 +167,8 @@ class ReadNumberedLines(beam.PTransform[beam.pvalue.PBegin, beam.PCollection[Num
 
     def expand(self, begin: beam.pvalue.PBegin) -> beam.PCollection[NumberedLine]:
         blocks = (begin
-                  | "File" >> beam.Create([self._path])
-                  | "Blocks" >> beam.FlatMap(file_blocks, self._block_bytes)
+                  | "Start" >> beam.Impulse()
+                  | "Blocks" >> beam.FlatMap(_blocks_of_file, self._path, self._block_bytes)
                   | "SpreadBlocks" >> beam.Reshuffle())
         starts = blocks | "CountLineStarts" >> beam.Map(count_line_starts)
         return blocks | "ReadBlocks" >> beam.FlatMap(read_block,
