@@ -7,6 +7,7 @@ would be 8 GB), drawn from the store's own distribution, never stored rows. Each
 child process, so that its peak memory is its own.
 
     python bench/million_queries.py [--queries 1000000] [--small 100000] [--ef-search auto]
+                                    [--set KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def write_queries(path: Path, centres: np.ndarray, count: int) -> None:
                         pa.list_(pa.float32()))}, schema=schema))
 
 
-def run(store: Path, queries: Path, out: Path, ef_search: str) -> tuple[float, int, dict]:
+def run(store: Path, queries: Path, out: Path, ef_search: str, settings: list[str]
+        ) -> tuple[float, int, dict]:
     """`rag-evidence run` in a child: seconds, the child's peak RSS in MiB, its summary."""
     summary = out.with_suffix(".summary.json")
     started = time.perf_counter()
@@ -55,7 +57,8 @@ def run(store: Path, queries: Path, out: Path, ef_search: str) -> tuple[float, i
                     "--out", str(out), "--summary", str(summary),
                     "--set", f"search.embedded.path={store}",
                     "--set", "search.embedded.index=hnsw",
-                    "--set", f"search.embedded.hnsw.ef-search={ef_search}"], check=True,
+                    "--set", f"search.embedded.hnsw.ef-search={ef_search}",
+                    *(arg for setting in settings for arg in ("--set", setting))], check=True,
                    stdout=subprocess.DEVNULL)
     seconds = time.perf_counter() - started
     peak = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before) // 1024
@@ -69,6 +72,8 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=100_000)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--ef-search", default="auto")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="another setting for the runs (search.batch-size=64, say)")
     args = parser.parse_args()
     centres = isotropic(1_000, args.dim, 5)
     with tempfile.TemporaryDirectory() as scratch:
@@ -82,7 +87,7 @@ def main() -> None:
             queries = root / f"queries-{count}.parquet"
             write_queries(queries, centres, count)
             seconds, peak, summary = run(root / "store", queries, root / f"out-{count}.jsonl",
-                                         args.ef_search)
+                                         args.ef_search, args.set)
             counts = summary["counts"]
             expected = counts.get("hnsw_audit_expected", 0)
             recall = counts.get("hnsw_audit_found", 0) / expected if expected else float("nan")

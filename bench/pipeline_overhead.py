@@ -28,6 +28,7 @@ from connectors.embedded.writer import write_store
 from connectors.search_port import SearchRequest
 from pipeline.config.loader import load_settings
 from pipeline.run.job import run_job
+from stages.recall import DEFAULT_SEARCH_BATCH
 
 
 def _unit(rows: int, dim: int, seed: int) -> np.ndarray:
@@ -100,7 +101,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=20_000)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--k", type=int, default=20)
-    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=DEFAULT_SEARCH_BATCH)
     parser.add_argument("--return-n", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
     args = parser.parse_args()

@@ -20,7 +20,7 @@ from stages.dedup import DedupKey
 from stages.fusion import RRF_K, RetrieverFamily, RrfSettings, Weight
 from stages.per_doc_cap import MAX_CHUNKS_PER_DOCUMENT
 from stages.projection import ProjectionBudget
-from stages.recall import RETRIEVE_K, SEARCH_BATCH
+from stages.recall import DEFAULT_SEARCH_BATCH, RETRIEVE_K, SEARCH_BATCH
 from stages.sub_queries import DEFAULT_MAX_SUB_QUERIES, MAX_SUB_QUERIES, RecallMode
 from stages.top_n import RETURN_N
 
@@ -89,7 +89,7 @@ class EmbeddedStoreSettings(Section):
 
 class SearchSettings(Section):
     backend: Literal["embedded", "elasticsearch"] = "embedded"
-    batch_size: Annotated[Whole, SEARCH_BATCH] = 64
+    batch_size: Annotated[Whole, SEARCH_BATCH] = DEFAULT_SEARCH_BATCH
     embedded: EmbeddedStoreSettings = EmbeddedStoreSettings()
     elasticsearch: ElasticsearchConfig = ElasticsearchConfig()
 
