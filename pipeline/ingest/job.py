@@ -21,7 +21,7 @@ from pipeline.config.backends import (
     embedder_info,
     embedder_tag,
 )
-from pipeline.config.beam_options import pipeline_options
+from pipeline.config.beam_options import job_runner, pipeline_options
 from pipeline.config.settings import Settings
 from pipeline.ingest.documents import document_paths
 from pipeline.ingest.plan import (
@@ -126,7 +126,8 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
     dimension = embedder.dimension if embedder is not None else first_dimension(chunks or "")
     created = target.prepare(dimension, embedder, rebuild)
     try:
-        pipeline, errors = beam.Pipeline(options=options), CollectingErrorHandler()
+        pipeline, errors = (beam.Pipeline(runner=job_runner(options), options=options),
+                             CollectingErrorHandler())
         if docs is not None:
             assert embedder is not None
             pending, failed = _document_chunks(pipeline, settings, str(Path(docs)), paths,

@@ -14,7 +14,7 @@ import apache_beam as beam
 from connectors.embedder_port import EmbedderFactory
 from connectors.search_port import PortFactory
 from pipeline.config.backends import embedder_factory_for, embedder_info, pinned_port_factory
-from pipeline.config.beam_options import pipeline_options
+from pipeline.config.beam_options import job_runner, pipeline_options
 from pipeline.config.settings import Settings
 from pipeline.io.run_io import RunIO
 from pipeline.run.build import build_pipeline
@@ -67,7 +67,7 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
     with io.held():
         remove_manifest(io.manifest)
         started, began = time.monotonic(), _now()
-        pipeline = beam.Pipeline(options=options)
+        pipeline = beam.Pipeline(runner=job_runner(options), options=options)
         build_pipeline(pipeline, settings, io, port_factory=port_factory,
                        embedder_factory=embedder_factory, embedder_refusal=refusal)
         result = pipeline.run()

@@ -13,11 +13,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from connectors.embedded.layout import MANIFEST_FILE
 from connectors.embedded.versions import current_version
 from connectors.errors import redact
+from pipeline.config.beam_options import runner_name
 from pipeline.config.settings import Settings
 from pipeline.io.line_blocks import read_numbered_lines
 from pipeline.io.local_paths import is_local
@@ -48,7 +49,7 @@ def run_manifest(settings: Settings, io: RunIO, summary: RunSummary, options: Pi
     secrets, and hosts are redacted); `version` is the embedded store's version it read."""
     return {
         "rag_evidence": _version(),
-        "runner": str(options.view_as(StandardOptions).runner or "DirectRunner"),
+        "runner": runner_name(options),
         "settings_sha256": hashlib.sha256(settings.model_dump_json().encode()).hexdigest(),
         "store": _store(settings, version),
         "queries": {**_file(io.queries.path, digest=False),

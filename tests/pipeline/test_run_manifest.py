@@ -41,7 +41,7 @@ def test_a_run_writes_a_manifest_that_matches_its_files(store_config: Path,
     assert manifest["store"]["manifest"]["count"] == 40
     store = Path(manifest["store"]["path"])
     assert manifest["store"]["version"] == current_version(store).name  # the one it read
-    assert manifest["queries"]["records"] == 2 and manifest["runner"] == "DirectRunner"
+    assert manifest["queries"]["records"] == 2 and manifest["runner"] == "FnApiRunner"
     assert manifest["started"] <= manifest["ended"]
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["counts"]["results"] == 1 and summary["balanced"] is True
