@@ -22,6 +22,7 @@ from pipeline.config.backends import (
     embedder_tag,
 )
 from pipeline.config.beam_options import job_runner, pipeline_options
+from pipeline.config.heap import frozen_heap
 from pipeline.config.settings import Settings
 from pipeline.ingest.documents import document_paths
 from pipeline.ingest.plan import (
@@ -151,8 +152,9 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
         internal = errors.output() | "InternalFailures" >> beam.FlatMap(internal_failures, chunks)
         if failures_path:
             _write_failures((*failed, written, deleted, internal), failures_path)
-        result = pipeline.run()
-        result.wait_until_finish()
+        with frozen_heap():
+            result = pipeline.run()
+            result.wait_until_finish()
         totals = counters.totals(result)
         note = target.commit()
     except InvalidInputError as error:

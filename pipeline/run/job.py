@@ -15,6 +15,7 @@ from connectors.embedder_port import EmbedderFactory
 from connectors.search_port import PortFactory
 from pipeline.config.backends import embedder_factory_for, embedder_info, pinned_port_factory
 from pipeline.config.beam_options import job_runner, pipeline_options
+from pipeline.config.heap import frozen_heap
 from pipeline.config.settings import Settings
 from pipeline.io.run_io import RunIO
 from pipeline.run.build import build_pipeline
@@ -70,8 +71,9 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
         pipeline = beam.Pipeline(runner=job_runner(options), options=options)
         build_pipeline(pipeline, settings, io, port_factory=port_factory,
                        embedder_factory=embedder_factory, embedder_refusal=refusal)
-        result = pipeline.run()
-        result.wait_until_finish()
+        with frozen_heap():
+            result = pipeline.run()
+            result.wait_until_finish()
         summary = summarize(result, time.monotonic() - started, io.counts)
         _warn_on_low_recall(summary, settings)
         write_manifest(io.manifest,
