@@ -100,10 +100,11 @@ class ElasticsearchPort:
         """Each request's hits read by `read`, or its error: every request one sub-search of
         an `_msearch`, retried by the adapter's one loop."""
         outcomes: list[H | KnowledgeSearchError | None] = [self._invalid(r) for r in requests]
+        directions = _directions(requests, outcomes)
         bodies: dict[int, dict[str, Any]] = {}  # built once, sent by every attempt
         for i, request in enumerate(requests):
             if outcomes[i] is None:
-                body = self._body(request, source)
+                body = self._body(request, source, directions.get(i))
                 if body is None:
                     outcomes[i] = SearchRejectedError(f"vector {NO_DIRECTION}")
                 else:
@@ -158,20 +159,18 @@ class ElasticsearchPort:
                 f"{list(self._config.filter_fields)!r})")
         return None
 
-    def _body(self, request: SearchRequest, source: dict[str, list[str]]
-              ) -> dict[str, Any] | None:
+    def _body(self, request: SearchRequest, source: dict[str, list[str]],
+              direction: list[float] | None) -> dict[str, Any] | None:
         """The sub-search of `request`, fetching `source`; None for a vector without a
-        direction."""
+        `direction` (see `_directions`)."""
         if request.text is not None:
             return self._match_body(request, request.text, source)
-        assert request.vector is not None
-        (direction,), (usable,) = unit_rows([request.vector])
-        if not usable:
+        if direction is None:
             return None
         config = self._config
         knn: dict[str, Any] = {
             "field": config.vector_field,
-            "query_vector": direction.tolist(),
+            "query_vector": direction,
             "k": request.k,
             "num_candidates": config.candidates_for(request.k),
         }
@@ -222,6 +221,21 @@ class ElasticsearchPort:
             score = float(raw.get("_score") or 0.0)
             yield (raw.get("_id"), self._knn_score(score) if knn else score, str(content),
                    hit_metadata(config.layout, metadata))
+
+
+def _directions(requests: Sequence[SearchRequest], outcomes: Sequence[object]
+                ) -> dict[int, list[float]]:
+    """The unit vector of each valid vector request that has a direction, by position: one
+    numpy pass for the batch (per request, numpy's own calls cost more than the arithmetic)."""
+    at, vectors = [], []
+    for i, request in enumerate(requests):
+        if request.vector is not None and outcomes[i] is None:  # valid: all of one length
+            at.append(i)
+            vectors.append(request.vector)
+    if not at:
+        return {}
+    rows, usable = unit_rows(vectors)
+    return {i: row for i, row, ok in zip(at, rows.tolist(), usable.tolist(), strict=True) if ok}
 
 
 def _term(path: str, value: Any) -> dict[str, Any]:

@@ -103,6 +103,18 @@ def test_a_wrong_dimension_fails_only_that_request(port: KnowledgeSearchPort) ->
     assert isinstance(good, list) and good[0].id == RECORDS[0].id
 
 
+def test_a_vector_without_direction_fails_only_that_request(port: KnowledgeSearchPort) -> None:
+    zero, short, first, fifth = port.search([
+        SearchRequest(vector=(0.0,) * DIM, k=1), SearchRequest(vector=(1.0, 0.0), k=1),
+        SearchRequest(vector=tuple(VECTORS[0].tolist()), k=1),
+        SearchRequest(vector=tuple((3 * VECTORS[5]).tolist()), k=1)])  # any length: a direction
+    assert isinstance(zero, KnowledgeSearchError) and "no direction" in str(zero)
+    assert isinstance(short, KnowledgeSearchError) and "2 dimensions" in str(short)
+    assert isinstance(first, list) and first[0].id == RECORDS[0].id
+    assert isinstance(fifth, list) and fifth[0].id == RECORDS[5].id
+    assert fifth[0].score == pytest.approx(1.0, abs=1e-4)
+
+
 WORDED = [ChunkRecord(id=f"w{i}#chunk-0", vector=tuple(VECTORS[i].tolist()), content=text,
                       metadata={"docId": f"w{i}", "chunkIndex": 0, "parity": i % 2})
           for i, text in enumerate([
