@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
+import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TypeOptions
 from apache_beam.portability.api import beam_provision_api_pb2
 from apache_beam.runners.portability.fn_api_runner.fn_runner import (
@@ -64,6 +65,12 @@ def job_runner(options: PipelineOptions) -> PipelineRunner | None:
     encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
     return FnApiRunner(provision_info=ExtendedProvisionInfo(
         beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)))
+
+
+def job_pipeline(options: PipelineOptions) -> beam.Pipeline:
+    """An empty pipeline for one of our jobs, on `job_runner`'s runner when the options name
+    none."""
+    return beam.Pipeline(runner=job_runner(options), options=options)
 
 
 def runner_name(options: PipelineOptions) -> str:

@@ -6,6 +6,9 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import apache_beam as beam
+from apache_beam.runners.runner import PipelineResult
+
 
 @contextmanager
 def frozen_heap() -> Iterator[None]:
@@ -22,3 +25,11 @@ def frozen_heap() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
+
+
+def run_to_completion(pipeline: beam.Pipeline) -> PipelineResult:
+    """Runs `pipeline` and waits for it, within `frozen_heap`: how every job of ours runs."""
+    with frozen_heap():
+        result = pipeline.run()
+        result.wait_until_finish()
+    return result

@@ -21,8 +21,8 @@ from pipeline.config.backends import (
     embedder_info,
     embedder_tag,
 )
-from pipeline.config.beam_options import job_runner, pipeline_options
-from pipeline.config.heap import frozen_heap
+from pipeline.config.beam_options import job_pipeline, pipeline_options
+from pipeline.config.heap import run_to_completion
 from pipeline.config.settings import Settings
 from pipeline.ingest.documents import document_paths
 from pipeline.ingest.plan import (
@@ -127,8 +127,7 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
     dimension = embedder.dimension if embedder is not None else first_dimension(chunks or "")
     created = target.prepare(dimension, embedder, rebuild)
     try:
-        pipeline, errors = (beam.Pipeline(runner=job_runner(options), options=options),
-                             CollectingErrorHandler())
+        pipeline, errors = job_pipeline(options), CollectingErrorHandler()
         if docs is not None:
             assert embedder is not None
             pending, failed = _document_chunks(pipeline, settings, str(Path(docs)), paths,
@@ -152,9 +151,7 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
         internal = errors.output() | "InternalFailures" >> beam.FlatMap(internal_failures, chunks)
         if failures_path:
             _write_failures((*failed, written, deleted, internal), failures_path)
-        with frozen_heap():
-            result = pipeline.run()
-            result.wait_until_finish()
+        result = run_to_completion(pipeline)
         totals = counters.totals(result)
         note = target.commit()
     except InvalidInputError as error:

@@ -9,13 +9,11 @@ from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
-import apache_beam as beam
-
 from connectors.embedder_port import EmbedderFactory
 from connectors.search_port import PortFactory
 from pipeline.config.backends import embedder_factory_for, embedder_info, pinned_port_factory
-from pipeline.config.beam_options import job_runner, pipeline_options
-from pipeline.config.heap import frozen_heap
+from pipeline.config.beam_options import job_pipeline, pipeline_options
+from pipeline.config.heap import run_to_completion
 from pipeline.config.settings import Settings
 from pipeline.io.run_io import RunIO
 from pipeline.run.build import build_pipeline
@@ -68,12 +66,10 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
     with io.held():
         remove_manifest(io.manifest)
         started, began = time.monotonic(), _now()
-        pipeline = beam.Pipeline(runner=job_runner(options), options=options)
+        pipeline = job_pipeline(options)
         build_pipeline(pipeline, settings, io, port_factory=port_factory,
                        embedder_factory=embedder_factory, embedder_refusal=refusal)
-        with frozen_heap():
-            result = pipeline.run()
-            result.wait_until_finish()
+        result = run_to_completion(pipeline)
         summary = summarize(result, time.monotonic() - started, io.counts)
         _warn_on_low_recall(summary, settings)
         write_manifest(io.manifest,

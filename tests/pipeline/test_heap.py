@@ -7,9 +7,11 @@ import gc
 import json
 from pathlib import Path
 
+import apache_beam as beam
 import pytest
 
-from pipeline.config.heap import frozen_heap
+from pipeline.config.beam_options import job_pipeline, pipeline_options
+from pipeline.config.heap import frozen_heap, run_to_completion
 from pipeline.config.loader import load_settings
 from pipeline.run.job import run_job
 
@@ -33,3 +35,16 @@ def test_a_run_leaves_the_heap_unfrozen(store_config: Path, tmp_path: Path) -> N
     summary = run_job(load_settings(store_config), queries_path=str(queries),
                       out_path=str(out))
     assert summary.counts["results"] == 1 and gc.get_freeze_count() == 0
+
+
+def _frozen_count(_: object) -> int:
+    return gc.get_freeze_count()
+
+
+def test_a_job_pipeline_runs_with_the_heap_frozen(tmp_path: Path) -> None:
+    out = tmp_path / "counts"
+    pipeline = job_pipeline(pipeline_options([]))
+    (pipeline | beam.Create([1]) | beam.Map(_frozen_count)
+     | beam.Map(lambda n: out.write_text(str(n))))
+    run_to_completion(pipeline)
+    assert int(out.read_text()) > 0 and gc.get_freeze_count() == 0
