@@ -126,10 +126,11 @@ def _check_components(as_float64: np.ndarray) -> None:
         raise ValueError("a vector must not be empty")
     if len(as_float64) > MAX_VECTOR_LENGTH:
         raise ValueError(f"has {len(as_float64)} components; at most {MAX_VECTOR_LENGTH}")
-    if not (np.isfinite(as_float64).all() and np.abs(as_float64).max() <= FLOAT32_MAX):
+    magnitude = np.abs(as_float64).max()
+    if not magnitude <= FLOAT32_MAX:  # NaN compares false too
         raise ValueError("every component must be a finite float32 number "
                          f"(no NaN or inf, magnitude at most {FLOAT32_MAX:.4g})")
-    if not as_float64.astype(np.float32).any():
+    if np.float32(magnitude) == 0:  # the largest rounds to 0 only if every one does
         raise ValueError("is zero in float32 (every component rounds to 0): cosine similarity "
                          "is undefined")
 

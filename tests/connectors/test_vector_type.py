@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from connectors.input_limits import Component, Vector, check_vector
+from connectors.input_limits import FLOAT32_MAX, Component, Vector, check_vector
 
 _FAST = TypeAdapter(Vector)
 _REFERENCE = TypeAdapter(tuple[Component, ...])
@@ -61,3 +62,23 @@ def test_a_component_that_is_no_number_is_named(value: list[Any], field: str) ->
 
 def test_whole_numbers_become_floats() -> None:
     assert _typed(_FAST.validate_python([1, 2.5])) == [(float, 1.0), (float, 2.5)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=st.lists(st.one_of(
+    st.floats(), st.sampled_from([2.0**-150, 2.0**-149, -(2.0**-150), 3.4028235e38,
+                                  3.4028236e38, 3.4028235677973366e38, 3.402823669e38])),
+    min_size=1, max_size=5))
+def test_a_vector_is_refused_exactly_when_numpy_finds_it_unusable_in_float32(
+        value: list[float]) -> None:
+    as_float64 = np.asarray(value, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        unusable = not (np.isfinite(as_float64).all()
+                        and np.abs(as_float64).max() <= FLOAT32_MAX
+                        and as_float64.astype(np.float32).any())
+    try:
+        check_vector(value)
+    except ValueError:
+        assert unusable
+    else:
+        assert not unusable
