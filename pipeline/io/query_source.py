@@ -29,6 +29,10 @@ class QuerySource(ABC):
     def read(self) -> beam.PTransform:
         """PBegin -> the file's records, split for a runner's workers."""
 
+    def read_ids(self) -> beam.PTransform:
+        """PBegin -> records that hold at least each query's `id` (by default, all of it)."""
+        return self.read()
+
     @abstractmethod
     def records(self) -> Iterator[InputRecord]:
         """The file's records in order, read here (on the driver)."""
@@ -67,6 +71,9 @@ class ParquetQueries(QuerySource):
 
     def read(self) -> beam.PTransform:
         return ReadParquetQueries(self.path)
+
+    def read_ids(self) -> beam.PTransform:
+        return ReadParquetQueries(self.path, columns=["id"])
 
     def records(self) -> Iterator[InputRecord]:
         yield from read_all_rows(self.path)

@@ -44,7 +44,7 @@ def build_pipeline(
     """
     errors = CollectingErrorHandler()
     repeated_ids = (pipeline
-                    | "ReadQueriesForIds" >> io.queries.read()
+                    | "ReadQueriesForIds" >> io.queries.read_ids()
                     | "RepeatedIds" >> RepeatedQueryIds())
     parsed = (pipeline
               | "ReadQueries" >> io.queries.read()
