@@ -5,20 +5,32 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import bm25s
 import numpy as np
 
-# bm25s sets its own logger to DEBUG when imported, over whatever the application chose:
-# let it inherit the application's levels again.
-logging.getLogger("bm25s").setLevel(logging.NOTSET)
+if TYPE_CHECKING:
+    import bm25s as bm25s_module
 
 STOPWORDS = "en"
 
 
+def bm25s() -> ModuleType:
+    """The bm25s module, imported at its first use: with scipy it takes ~0.1 s, which a job
+    of vector queries never needs. bm25s sets its logger to DEBUG when imported; the level the
+    application chose is put back."""
+    logger = logging.getLogger("bm25s")
+    level = logger.level
+    import bm25s as module
+
+    logger.setLevel(level)
+    return module
+
+
 def tokens(texts: Sequence[str]) -> list[list[str]]:
     """Lower-cased word tokens without English stop words, as the index was built."""
-    return bm25s.tokenize(list(texts), return_ids=False, stopwords=STOPWORDS,
+    return bm25s().tokenize(list(texts), return_ids=False, stopwords=STOPWORDS,
                           show_progress=False)
 
 
@@ -27,8 +39,9 @@ def build_lexical_index(contents: Sequence[str], directory: Path) -> bool:
     no content has a single word to index."""
     if not any(tokens(contents)):
         return False
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(list(contents), stopwords=STOPWORDS, show_progress=False),
+    library = bm25s()
+    retriever = library.BM25()
+    retriever.index(library.tokenize(list(contents), stopwords=STOPWORDS, show_progress=False),
                     show_progress=False)
     retriever.save(str(directory), show_progress=False)
     return True
@@ -42,10 +55,10 @@ class LexicalIndex:
     def __init__(self, directory: Path | None, rows: int) -> None:
         self._rows = rows
         self._directory = directory
-        self._retriever: bm25s.BM25 | None = None
+        self._retriever: bm25s_module.BM25 | None = None
 
     @classmethod
-    def held(cls, retriever: bm25s.BM25, rows: int) -> LexicalIndex:
+    def held(cls, retriever: bm25s_module.BM25, rows: int) -> LexicalIndex:
         """An index already in memory (not saved)."""
         index = cls(None, rows)
         index._retriever = retriever
@@ -57,6 +70,6 @@ class LexicalIndex:
         if not query_tokens or (self._directory is None and self._retriever is None):
             return np.zeros(self._rows, dtype=np.float32)
         if self._retriever is None:
-            self._retriever = bm25s.BM25.load(str(self._directory), mmap=True,
+            self._retriever = bm25s().BM25.load(str(self._directory), mmap=True,
                                               show_progress=False)
         return np.asarray(self._retriever.get_scores(query_tokens), dtype=np.float32)

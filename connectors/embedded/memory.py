@@ -9,10 +9,8 @@ from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import Any
 
-import bm25s
-
 from connectors.chunk_record import ChunkRecord
-from connectors.embedded.lexical import STOPWORDS, LexicalIndex, tokens
+from connectors.embedded.lexical import STOPWORDS, LexicalIndex, bm25s, tokens
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import InvalidInputError
@@ -66,8 +64,9 @@ def memory_store(records: Sequence[ChunkRecord], embedder: EmbedderInfo | None =
     contents = [r.content for r in records]
     lexical = LexicalIndex(None, len(records))
     if any(tokens(contents)):
-        retriever = bm25s.BM25()
-        retriever.index(bm25s.tokenize(contents, stopwords=STOPWORDS, show_progress=False),
+        library = bm25s()
+        retriever = library.BM25()
+        retriever.index(library.tokenize(contents, stopwords=STOPWORDS, show_progress=False),
                         show_progress=False)
         lexical = LexicalIndex.held(retriever, len(records))
     held = MemoryRecords(records)

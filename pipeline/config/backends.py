@@ -8,8 +8,6 @@ from functools import partial
 from pathlib import Path
 
 from connectors.chunk_writer_port import ChunkTarget
-from connectors.elasticsearch.port import ElasticsearchPort
-from connectors.elasticsearch.target import ElasticsearchTarget
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.versions import VersionLease
 from connectors.embedded.writer import EmbeddedStoreTarget
@@ -21,6 +19,10 @@ from connectors.errors import ConfigError
 from connectors.search_port import PortFactory
 from pipeline.config.settings import EmbedderSettings, Settings
 from stages import counters
+
+ES_CLIENT_IMPORT = "the Elasticsearch client takes ~0.5 s to import"
+"""Why the Elasticsearch adapters are imported where a job asks for them: every other job
+(the embedded default among them) starts without paying for the client."""
 
 
 def port_factory_for(settings: Settings) -> PortFactory:
@@ -46,6 +48,8 @@ def port_factory_for(settings: Settings) -> PortFactory:
         return partial(EmbeddedStore.open, embedded.path, embedded.index, embedded.hnsw,
                        counters.count)
     if backend == "elasticsearch":
+        from connectors.elasticsearch.port import ElasticsearchPort  # see ES_CLIENT_IMPORT
+
         return partial(ElasticsearchPort.open, settings.search.elasticsearch, counters.count)
     raise ConfigError("search.backend", backend, "is not a known backend")
 
@@ -75,6 +79,8 @@ def pinned_port_factory(settings: Settings) -> Iterator[tuple[PortFactory, Path 
 def chunk_target_for(settings: Settings) -> ChunkTarget:
     """Where `index` writes: the embedded store directory or the Elasticsearch index."""
     if settings.search.backend == "elasticsearch":
+        from connectors.elasticsearch.target import ElasticsearchTarget  # see ES_CLIENT_IMPORT
+
         return ElasticsearchTarget(settings.search.elasticsearch, counters.count)
     embedded = settings.search.embedded
     return EmbeddedStoreTarget(embedded.path, embedded.index, embedded.hnsw)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from functools import partial
+from typing import TYPE_CHECKING
 
 import apache_beam as beam
 
 from connectors.elasticsearch.config import ElasticsearchConfig
-from connectors.elasticsearch.writer import ElasticsearchWriter
+from connectors.events import EventHook
 from stages import counters
 from stages.dead_letters import DEAD_LETTER
 from stages.internal_errors import HandlesErrors
@@ -17,17 +18,27 @@ from stages.models import DeadLetter, QueryResult
 from stages.owning_dofn import OwningDoFn
 from stages.per_query import GuardedDoFn
 
+if TYPE_CHECKING:
+    from connectors.elasticsearch.writer import ElasticsearchWriter
+
 _log = logging.getLogger(__name__)
 
 
-class _WriteEvidenceDoFn(OwningDoFn[ElasticsearchWriter], GuardedDoFn):
+def _open_writer(config: ElasticsearchConfig, on_event: EventHook) -> ElasticsearchWriter:
+    """The writer, its client imported here (see `backends.ES_CLIENT_IMPORT`)."""
+    from connectors.elasticsearch.writer import ElasticsearchWriter
+
+    return ElasticsearchWriter.open(config, on_event=on_event)
+
+
+class _WriteEvidenceDoFn(OwningDoFn["ElasticsearchWriter"], GuardedDoFn):
     """Owns an Elasticsearch writer from `setup` to `teardown`; what it raises fails the
     whole batch."""
 
     output_type = DeadLetter
 
     def __init__(self, config: ElasticsearchConfig, index: str) -> None:
-        super().__init__(partial(ElasticsearchWriter.open, config, on_event=counters.count))
+        super().__init__(partial(_open_writer, config, counters.count))
         self._index = index
 
     def answers(self, batch: Sequence[QueryResult]) -> Iterator[DeadLetter]:

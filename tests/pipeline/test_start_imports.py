@@ -1,0 +1,44 @@
+"""A job imports the libraries of the backends it uses, and no others: the Elasticsearch client
+(~0.5 s) and bm25s with scipy (~0.1 s) are paid for only by the jobs that need them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.builders import unit_vectors
+from tests.pipeline.cli_runs import DIM
+
+_HEAVY = ("elasticsearch", "elastic_transport", "bm25s", "scipy")
+
+
+def _modules_after(script: str) -> list[str]:
+    listing = f"\nimport json, sys\nprint(json.dumps(sorted(set({_HEAVY!r}) & set(sys.modules))))"
+    done = subprocess.run([sys.executable, "-c", script + listing], capture_output=True,
+                          text=True, check=True, cwd=Path(__file__).parents[2])
+    return list(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_a_run_of_vector_queries_on_the_embedded_store_imports_no_other_backend(
+        store_config: Path, tmp_path: Path) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q", "vector": unit_vectors(1, dim=DIM)[0].tolist()})
+                       + "\n")
+    out = tmp_path / "out.jsonl"
+    assert _modules_after(
+        "from pipeline.cli.main import main\n"
+        f"assert main(['run', '--config', {str(store_config)!r}, '--queries', "
+        f"{str(queries)!r}, '--out', {str(out)!r}]) == 0") == []
+    assert out.read_text().count("\n") == 1
+
+
+def test_the_bm25s_logger_keeps_the_level_the_application_chose() -> None:
+    assert _modules_after(
+        "import logging\n"
+        "logging.getLogger('bm25s').setLevel(logging.ERROR)\n"
+        "from connectors.embedded.lexical import bm25s, tokens\n"
+        "assert tokens(['parse json']) == [['parse', 'json']]\n"
+        "assert logging.getLogger('bm25s').level == logging.ERROR, "
+        "logging.getLogger('bm25s').level") == ["bm25s", "scipy"]
