@@ -7,10 +7,12 @@ import gzip
 from pathlib import Path
 
 import apache_beam as beam
+import pytest
 from apache_beam.testing.util import assert_that, equal_to
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline.io import line_blocks
 from pipeline.io.line_blocks import (
     BOM,
     ReadNumberedLines,
@@ -70,3 +72,15 @@ def test_the_transform_reads_every_line_once_across_many_blocks(tmp_path: Path) 
     with beam.Pipeline() as pipeline:
         lines = pipeline | ReadNumberedLines(str(path), block_bytes=100)
         assert_that(lines, equal_to([(i + 1, f'{{"id": "q{i}"}}'.encode()) for i in range(500)]))
+
+
+@pytest.mark.parametrize("buffer_bytes", [8, 13, 1024 * 1024])
+def test_lines_longer_than_the_read_buffer_come_whole_and_numbered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, buffer_bytes: int) -> None:
+    monkeypatch.setattr(line_blocks, "READ_BUFFER_BYTES", buffer_bytes)
+    lines = [f'{{"id": "q{i}", "pad": "{"x" * (i * 7 % 40)}"}}'.encode() for i in range(30)]
+    path = tmp_path / "q.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    expected = [(number, line) for number, line in enumerate(lines, start=1)]
+    assert list(read_numbered_lines(str(path))) == expected
+    assert sorted(_blockwise(str(path), 64)) == expected
