@@ -12,7 +12,7 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipeline.run.repeated_ids import ID_BUCKETS, RepeatedQueryIds
+from pipeline.run.repeated_ids import ID_BUCKETS, RepeatedQueryIds, _RepeatedInBucket
 
 
 def _records(ids: list[str]) -> list[tuple[int, bytes]]:
@@ -47,3 +47,15 @@ def test_an_id_lands_in_the_same_bucket_in_every_process() -> None:
                for seed in ("1", "2")}
     assert len(buckets) == 1
     assert len(set(ast.literal_eval(buckets.pop()))) > 10
+
+
+def test_accumulators_merged_from_many_parts_find_each_repeat_and_its_first_line() -> None:
+    combine = _RepeatedInBucket()
+    parts = []
+    for lines in ([("a", 9), ("b", 2)], [("c", 4), ("a", 3)], [], [("b", 7), ("a", 11)]):
+        seen = combine.create_accumulator()
+        for item in lines:
+            seen = combine.add_input(seen, item)
+        parts.append(seen)
+    merged = combine.merge_accumulators([combine.merge_accumulators(parts[:2]), *parts[2:]])
+    assert sorted(combine.extract_output(merged)) == [("a", 3), ("b", 2)]
