@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    import bm25s as bm25s_module
+    import bm25s
 
 STOPWORDS = "en"
 
 
-def bm25s() -> ModuleType:
+def bm25s_module() -> ModuleType:
     """The bm25s module, imported at its first use: with scipy it takes ~0.1 s, which a job
     of vector queries never needs. bm25s sets its logger to DEBUG when imported; the level the
     application chose is put back."""
@@ -30,7 +30,7 @@ def bm25s() -> ModuleType:
 
 def tokens(texts: Sequence[str]) -> list[list[str]]:
     """Lower-cased word tokens without English stop words, as the index was built."""
-    return bm25s().tokenize(list(texts), return_ids=False, stopwords=STOPWORDS,
+    return bm25s_module().tokenize(list(texts), return_ids=False, stopwords=STOPWORDS,
                           show_progress=False)
 
 
@@ -39,7 +39,7 @@ def build_lexical_index(contents: Sequence[str], directory: Path) -> bool:
     no content has a single word to index."""
     if not any(tokens(contents)):
         return False
-    library = bm25s()
+    library = bm25s_module()
     retriever = library.BM25()
     retriever.index(library.tokenize(list(contents), stopwords=STOPWORDS, show_progress=False),
                     show_progress=False)
@@ -55,10 +55,10 @@ class LexicalIndex:
     def __init__(self, directory: Path | None, rows: int) -> None:
         self._rows = rows
         self._directory = directory
-        self._retriever: bm25s_module.BM25 | None = None
+        self._retriever: bm25s.BM25 | None = None
 
     @classmethod
-    def held(cls, retriever: bm25s_module.BM25, rows: int) -> LexicalIndex:
+    def held(cls, retriever: bm25s.BM25, rows: int) -> LexicalIndex:
         """An index already in memory (not saved)."""
         index = cls(None, rows)
         index._retriever = retriever
@@ -70,6 +70,6 @@ class LexicalIndex:
         if not query_tokens or (self._directory is None and self._retriever is None):
             return np.zeros(self._rows, dtype=np.float32)
         if self._retriever is None:
-            self._retriever = bm25s().BM25.load(str(self._directory), mmap=True,
+            self._retriever = bm25s_module().BM25.load(str(self._directory), mmap=True,
                                               show_progress=False)
         return np.asarray(self._retriever.get_scores(query_tokens), dtype=np.float32)

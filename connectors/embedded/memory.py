@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any
 
 from connectors.chunk_record import ChunkRecord
-from connectors.embedded.lexical import STOPWORDS, LexicalIndex, bm25s, tokens
+from connectors.embedded.lexical import STOPWORDS, LexicalIndex, bm25s_module, tokens
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import InvalidInputError
@@ -64,7 +64,7 @@ def memory_store(records: Sequence[ChunkRecord], embedder: EmbedderInfo | None =
     contents = [r.content for r in records]
     lexical = LexicalIndex(None, len(records))
     if any(tokens(contents)):
-        library = bm25s()
+        library = bm25s_module()
         retriever = library.BM25()
         retriever.index(library.tokenize(contents, stopwords=STOPWORDS, show_progress=False),
                         show_progress=False)

@@ -1,4 +1,7 @@
-"""Picklable factories that open the configured port, embedder and chunk target in a worker."""
+"""Picklable factories that open the configured port, embedder and chunk target in a worker.
+
+The Elasticsearch adapters are imported by the functions that return them: the client takes
+~0.5 s to import, which every other job (the embedded default among them) is spared."""
 
 from __future__ import annotations
 
@@ -19,10 +22,6 @@ from connectors.errors import ConfigError
 from connectors.search_port import PortFactory
 from pipeline.config.settings import EmbedderSettings, Settings
 from stages import counters
-
-ES_CLIENT_IMPORT = "the Elasticsearch client takes ~0.5 s to import"
-"""Why the Elasticsearch adapters are imported where a job asks for them: every other job
-(the embedded default among them) starts without paying for the client."""
 
 
 def port_factory_for(settings: Settings) -> PortFactory:
@@ -48,7 +47,7 @@ def port_factory_for(settings: Settings) -> PortFactory:
         return partial(EmbeddedStore.open, embedded.path, embedded.index, embedded.hnsw,
                        counters.count)
     if backend == "elasticsearch":
-        from connectors.elasticsearch.port import ElasticsearchPort  # see ES_CLIENT_IMPORT
+        from connectors.elasticsearch.port import ElasticsearchPort
 
         return partial(ElasticsearchPort.open, settings.search.elasticsearch, counters.count)
     raise ConfigError("search.backend", backend, "is not a known backend")
@@ -79,7 +78,7 @@ def pinned_port_factory(settings: Settings) -> Iterator[tuple[PortFactory, Path 
 def chunk_target_for(settings: Settings) -> ChunkTarget:
     """Where `index` writes: the embedded store directory or the Elasticsearch index."""
     if settings.search.backend == "elasticsearch":
-        from connectors.elasticsearch.target import ElasticsearchTarget  # see ES_CLIENT_IMPORT
+        from connectors.elasticsearch.target import ElasticsearchTarget
 
         return ElasticsearchTarget(settings.search.elasticsearch, counters.count)
     embedded = settings.search.embedded

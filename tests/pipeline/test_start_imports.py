@@ -38,7 +38,7 @@ def test_the_bm25s_logger_keeps_the_level_the_application_chose() -> None:
     assert _modules_after(
         "import logging\n"
         "logging.getLogger('bm25s').setLevel(logging.ERROR)\n"
-        "from connectors.embedded.lexical import bm25s, tokens\n"
+        "from connectors.embedded.lexical import tokens\n"
         "assert tokens(['parse json']) == [['parse', 'json']]\n"
         "assert logging.getLogger('bm25s').level == logging.ERROR, "
         "logging.getLogger('bm25s').level") == ["bm25s", "scipy"]
