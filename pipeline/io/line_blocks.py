@@ -47,8 +47,8 @@ def read_numbered_lines(path: str) -> Iterator[NumberedLine]:
     decode ends with an `UnreadableRest` naming the file and the last line read."""
     kind = CompressionTypes.detect_compression_type(path)
     if kind not in _DECOMPRESSORS:
-        opened = FileSystems.open(path)
-        with _buffered(opened) if kind == CompressionTypes.UNCOMPRESSED else opened as handle:
+        uncompressed = kind == CompressionTypes.UNCOMPRESSED
+        with _open_raw(path) if uncompressed else FileSystems.open(path) as handle:
             yield from _numbered(handle, 1, first=True)
         return
     number = 0

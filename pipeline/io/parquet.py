@@ -51,6 +51,10 @@ BATCH_ROWS = 4096
 Python lists all at once, takes half a gigabyte."""
 
 
+def _row_groups_of_file(_impulse: bytes, path: str) -> Iterator[RowGroup]:
+    return row_groups(path)
+
+
 def read_row_group(group: RowGroup, columns: Sequence[str] | None = None
                    ) -> Iterator[InputRecord]:
     """The rows of one row group, a batch at a time, holding only `columns` when given (a
@@ -86,8 +90,8 @@ class ReadParquetQueries(beam.PTransform[beam.pvalue.PBegin, beam.PCollection[In
 
     def expand(self, begin: beam.pvalue.PBegin) -> beam.PCollection[InputRecord]:
         return (begin
-                | "File" >> beam.Create([self._path])
-                | "RowGroups" >> beam.FlatMap(row_groups)
+                | "Start" >> beam.Impulse()
+                | "RowGroups" >> beam.FlatMap(_row_groups_of_file, self._path)
                 | "SpreadRowGroups" >> beam.Reshuffle()
                 | "ReadRowGroups" >> beam.FlatMap(read_row_group, self._columns))
 
