@@ -29,6 +29,7 @@ CHUNKS_UPDATED = "chunks_updated"
 CHUNKS_UNCHANGED = "chunks_unchanged"
 CHUNKS_DELETED = "chunks_deleted"
 CHUNK_INDEX_FAILURES = "chunk_index_failures"
+KEPT_AFTER_FAILURE = "kept_after_failure"
 INTERNAL_ERRORS = "internal_errors"
 FALLBACK_IDENTITY = "fallback_identities"
 INVALID_CHUNK_INDEX = "invalid_chunk_index"
@@ -43,7 +44,7 @@ SUMMARY = (
 """Every counter a run reports, in the order the summary prints them."""
 
 INDEX_SUMMARY = (CHUNKS_ADDED, CHUNKS_UPDATED, CHUNKS_UNCHANGED, CHUNKS_DELETED,
-                 CHUNK_INDEX_FAILURES, TEXTS_EMBEDDED)
+                 CHUNK_INDEX_FAILURES, TEXTS_EMBEDDED, KEPT_AFTER_FAILURE)
 """What an `index` reports, in order."""
 
 

@@ -13,7 +13,7 @@ from typing import Any, Self
 
 import apache_beam as beam
 from apache_beam import pvalue
-from apache_beam.transforms.error_handling import ErrorHandler
+from apache_beam.transforms.error_handling import CollectingErrorHandler, ErrorHandler
 
 from connectors.errors import redact
 from stages import counters
@@ -92,3 +92,16 @@ class InternalDeadLetters(beam.PTransform[beam.PCollection[FailedElement],
     def expand(self, failed: beam.PCollection[FailedElement]) -> beam.PCollection[DeadLetter]:
         return failed | "ToDeadLetters" >> beam.FlatMap(internal_dead_letters).with_output_types(
             DeadLetter)
+
+
+class NamedErrorHandler(CollectingErrorHandler):
+    """A CollectingErrorHandler whose closing steps carry `name`, so that one pipeline can
+    collect two groups of errors apart (Beam labels them "Flatten" whatever the handler)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self._name = name
+
+    def close(self) -> None:
+        self._output = tuple(self._error_pcolls) | f"{self._name}Errors" >> beam.Flatten()
+        self._closed = True

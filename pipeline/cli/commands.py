@@ -49,6 +49,9 @@ def index_report(settings: Settings, summary: IndexSummary, failures: str | None
             f"{summary.failed} failed"
             + (f" (see {failures})" if failures and summary.failed else "")
             + f"; {summary.texts_embedded} texts embedded; {summary.seconds:.1f} s"
+            + (f"\n{summary.kept_after_failure} stale chunks kept: a failed read could have "
+               "held them (they are deleted once the input reads whole)"
+               if summary.kept_after_failure else "")
             + (f"\n{summary.note}" if summary.note else ""))
 
 

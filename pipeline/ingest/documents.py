@@ -91,10 +91,15 @@ def read_document(root: str | Path, path: str | Path, follow_symlinks: bool = Fa
                                 f" at position {error.start})") from None
 
 
+def document_id(root: str | Path, path: str | Path) -> str:
+    """A document's id: its path relative to `root`."""
+    return Path(path).relative_to(root).as_posix()
+
+
 def chunks_of(root: str | Path, path: str | Path, max_chars: int, overlap: int = 0,
               follow_symlinks: bool = False) -> list[DocumentChunk]:
-    """The chunks of one document (doc id = its path relative to `root`) that hold a word."""
-    doc_id = Path(path).relative_to(root).as_posix()
+    """The chunks of one document (see `document_id`) that hold a word."""
+    doc_id = document_id(root, path)
     text = read_document(root, path, follow_symlinks)
     chunks = [c for c in chunk_text(text, max_chars, overlap) if _WORD.search(c.text)]
     return [DocumentChunk(doc_id, index, c.text, c.heading) for index, c in enumerate(chunks)]

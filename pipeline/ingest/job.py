@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import apache_beam as beam
 from apache_beam.transforms.error_handling import CollectingErrorHandler, ErrorHandler
@@ -25,6 +26,7 @@ from pipeline.config.beam_options import job_pipeline, pipeline_options
 from pipeline.config.heap import run_to_completion
 from pipeline.config.settings import Settings
 from pipeline.ingest.documents import document_paths
+from pipeline.ingest.kept import EVERYTHING, Kept
 from pipeline.ingest.plan import (
     Cleanup,
     Pending,
@@ -36,6 +38,8 @@ from pipeline.ingest.plan import (
 from pipeline.ingest.sources import first_dimension, parse_chunk_line
 from pipeline.ingest.transforms import (
     FAILED,
+    KEPT,
+    READ,
     ChunkDocuments,
     DeleteChunks,
     EmbedChunks,
@@ -50,16 +54,26 @@ from pipeline.io.line_blocks import ReadNumberedLines, read_numbered_lines
 from pipeline.io.local_paths import check_distinct, check_input_file, check_output_file
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
 from stages import counters
+from stages.internal_errors import NamedErrorHandler
 from stages.shared_embedder import SharedEmbedder
 
-Inputs = tuple[beam.PCollection[Pending], list[beam.PCollection[Failure]]]
-"""The input chunks, fingerprinted, and the failures of the steps that made them."""
+
+class Inputs(NamedTuple):
+    """The input chunks, fingerprinted; the failures of the steps that made them; what those
+    failures could have held (never deleted); the documents read whole (None: those of the
+    chunks)."""
+
+    pending: beam.PCollection[Pending]
+    failed: list[beam.PCollection[Failure]]
+    kept: beam.PCollection[Kept]
+    documents: beam.PCollection[str] | None = None
 
 
 @dataclass(frozen=True)
 class IndexSummary:
     """What an `index` did: chunks added, updated, left unchanged, deleted and failed, texts
-    embedded, seconds; whether the store is new, the embedder, and a line worth reporting."""
+    embedded, stale chunks kept because a failed read could have held them, seconds; whether
+    the store is new, the embedder, and a line worth reporting."""
 
     added: int
     updated: int
@@ -67,6 +81,7 @@ class IndexSummary:
     deleted: int
     failed: int
     texts_embedded: int
+    kept_after_failure: int
     seconds: float
     created: bool
     embedder: EmbedderInfo | None
@@ -80,15 +95,17 @@ class IndexSummary:
     @classmethod
     def of(cls, totals: dict[str, int], seconds: float, created: bool,
            embedder: EmbedderInfo | None, note: str | None) -> IndexSummary:
-        added, updated, unchanged, deleted, failed, embedded = (
+        added, updated, unchanged, deleted, failed, embedded, kept = (
             totals.get(name, 0) for name in counters.INDEX_SUMMARY)
-        return cls(added, updated, unchanged, deleted, failed, embedded, seconds, created,
+        return cls(added, updated, unchanged, deleted, failed, embedded, kept, seconds, created,
                    embedder, note)
 
     def to_dict(self) -> dict[str, object]:
         return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged,
                 "deleted": self.deleted, "failed": self.failed,
-                "texts_embedded": self.texts_embedded, "seconds": round(self.seconds, 3),
+                "texts_embedded": self.texts_embedded,
+                "kept_after_failure": self.kept_after_failure,
+                "seconds": round(self.seconds, 3),
                 "created": self.created,
                 "embedder": self.embedder.to_dict() if self.embedder else None}
 
@@ -128,17 +145,25 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
     created = target.prepare(dimension, embedder, rebuild)
     try:
         pipeline, errors = job_pipeline(options), CollectingErrorHandler()
+        read_errors = NamedErrorHandler("Read")
         if docs is not None:
             assert embedder is not None
-            pending, failed = _document_chunks(pipeline, settings, str(Path(docs)), paths,
-                                               embedder, errors, follow_symlinks)
+            inputs = _document_chunks(pipeline, settings, str(Path(docs)), paths, embedder,
+                                      read_errors, follow_symlinks)
         else:
-            pending, failed = _chunk_file_records(pipeline, str(chunks), dimension, errors)
+            inputs = _chunk_file_records(pipeline, str(chunks), dimension, read_errors)
+        read_errors.close()
+        unexpected = read_errors.output()
+        failed = [*inputs.failed, unexpected | "ReadFailures" >> beam.FlatMap(
+            internal_failures, chunks)]
+        kept = ((inputs.kept, unexpected | "KeepEverything" >> beam.Map(lambda _: EVERYTHING))
+                | "AllKept" >> beam.Flatten())
         catalog = (pipeline
                    | "Store" >> beam.Create([target])
                    | "Catalog" >> beam.FlatMap(lambda store: store.catalog())
                    | "SpreadCatalog" >> beam.Reshuffle())
-        plan = pending | "Plan" >> PlanChunks(catalog, cleanup, rebuild)
+        plan = inputs.pending | "Plan" >> PlanChunks(catalog, cleanup, kept, rebuild,
+                                                     inputs.documents)
         if docs is not None:
             to_write, embed_failed = _embedded(plan.writes, settings, embedder_factory, errors)
             failed.append(embed_failed)
@@ -186,10 +211,10 @@ def _document_chunks(pipeline: beam.Pipeline, settings: Settings, root: str,
                | "Documents" >> beam.Create(paths)
                | "Chunk" >> beam.ParDo(ChunkDocuments(root, settings.chunking.max_chars,
                                                       settings.chunking.overlap, follow_symlinks)
-                                       ).with_outputs(FAILED, main="chunks")
+                                       ).with_outputs(FAILED, KEPT, READ, main="chunks")
                .with_exception_handling(error_handler=errors))
     pending = chunked.chunks | "Fingerprint" >> beam.Map(pending_document_chunk, embedder)
-    return pending, [chunked[FAILED]]
+    return Inputs(pending, [chunked[FAILED]], chunked[KEPT], chunked[READ])
 
 
 def _embedded(writes: beam.PCollection[Planned], settings: Settings,
@@ -212,8 +237,9 @@ def _chunk_file_records(pipeline: beam.Pipeline, path: str, dimension: int,
     parsed = (pipeline
               | "Lines" >> ReadNumberedLines(path)
               | "Parse" >> beam.ParDo(ParseChunkLines(path, dimension)).with_outputs(
-                  FAILED, main="records").with_exception_handling(error_handler=errors))
-    return parsed.records | "Fingerprint" >> beam.Map(pending_record), [parsed[FAILED]]
+                  FAILED, KEPT, main="records").with_exception_handling(error_handler=errors))
+    pending = parsed.records | "Fingerprint" >> beam.Map(pending_record)
+    return Inputs(pending, [parsed[FAILED]], parsed[KEPT])
 
 
 def _write_failures(failures: tuple[beam.PCollection[Failure], ...], path: str) -> None:

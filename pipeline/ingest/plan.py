@@ -3,7 +3,8 @@ the new and changed ones, leave the unchanged ones, delete the stale ones (by th
 
 Two keyed joins, the Beam way, so that neither side is ever held whole in one place: by chunk
 id (input against store: new, changed, unchanged, or stored only), then, for incremental
-cleanup, the stored-only chunks by document against the documents of the input.
+cleanup, the stored-only chunks by document against the documents the input read whole. A stale
+chunk that a failed read could have held is never deleted (see `kept`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import StoredChunk
 from connectors.embedder_port import EmbedderInfo
 from pipeline.ingest.documents import DocumentChunk
+from pipeline.ingest.kept import NOTHING_KEPT, Kept, KeptFold, KeptSet
 from stages import counters
 
 Cleanup = Literal["none", "incremental", "full"]
@@ -78,10 +80,21 @@ def classify(chunk_id: str, pending: Iterable[Pending], stored: Iterable[StoredC
         yield Planned(item, bool(held))
 
 
-def stale_of_present_documents(doc: str, joined: dict[str, list[object]]) -> Iterator[str]:
-    """The stored-only chunk ids of document `doc`, when the input holds that document."""
+def stale_of_present_documents(doc: str, joined: dict[str, list[object]]
+                               ) -> Iterator[tuple[str, str]]:
+    """The stored-only chunks (document, id) of document `doc`, when the input read that
+    document whole (a document emptied of chunks is one too)."""
     if joined["input"]:
-        yield from (str(chunk_id) for chunk_id in joined["stored_only"])
+        yield from ((doc, str(chunk_id)) for chunk_id in joined["stored_only"])
+
+
+def unless_kept(doc: str, chunk_id: str, kept: KeptSet = NOTHING_KEPT) -> Iterator[str]:
+    """The id of a stale chunk to delete, unless a failed read could have held it (counted
+    as kept after a failure)."""
+    if kept.keeps(doc, chunk_id):
+        counters.count(counters.KEPT_AFTER_FAILURE)
+    else:
+        yield chunk_id
 
 
 class PlanOutputs(NamedTuple):
@@ -92,15 +105,18 @@ class PlanOutputs(NamedTuple):
 class PlanChunks(beam.PTransform[beam.PCollection[Pending], PlanOutputs]):
     """Pending input chunks + the store's catalog -> the chunks to write and the ids to delete
     (see `classify` and `CLEANUP_MODES`; `rebuild` rewrites every input chunk and cleans up as
-    `full`).
+    `full`). `kept` is what failed reads could have held: never deleted. `documents` are the
+    documents read whole (default: those of the pending chunks).
 
-    >>> plan = pending | PlanChunks(catalog, "incremental")  # doctest: +SKIP
+    >>> plan = pending | PlanChunks(catalog, "incremental", kept)  # doctest: +SKIP
     """
 
     def __init__(self, catalog: beam.PCollection[StoredChunk], cleanup: Cleanup,
-                 rebuild: bool = False) -> None:
+                 kept: beam.PCollection[Kept], rebuild: bool = False,
+                 documents: beam.PCollection[str] | None = None) -> None:
         super().__init__()
         self._catalog, self._cleanup, self._rebuild = catalog, cleanup, rebuild
+        self._kept, self._documents = kept, documents
 
     def expand(self, pending: beam.PCollection[Pending]) -> PlanOutputs:
         joined = ({"input": pending | "InputById" >> beam.Map(lambda p: (p.id, p)),
@@ -112,16 +128,17 @@ class PlanChunks(beam.PTransform[beam.PCollection[Pending], PlanOutputs]):
                   .with_outputs(_STORED_ONLY, main="writes"))
         stored_only = joined[_STORED_ONLY]
         cleanup = "full" if self._rebuild else self._cleanup
-        if cleanup == "full":
-            deletes = stored_only | "AllStale" >> beam.MapTuple(
-                lambda _, chunk_id: chunk_id).with_output_types(str)
-        elif cleanup == "incremental":
-            deletes = ({"input": pending | "InputDocs" >> beam.Map(lambda p: (p.doc, None)),
-                        "stored_only": stored_only}
-                       | "JoinByDocument" >> beam.CoGroupByKey()
-                       | "StaleOfInputDocs" >> beam.FlatMapTuple(
-                           stale_of_present_documents).with_output_types(str))
-        else:
-            deletes = stored_only | "KeepStale" >> beam.FlatMap(
-                lambda _: ()).with_output_types(str)
+        if cleanup == "none":
+            return PlanOutputs(joined.writes, stored_only | "KeepStale" >> beam.FlatMap(
+                lambda _: ()).with_output_types(str))
+        stale = stored_only
+        if cleanup == "incremental":
+            documents = self._documents or pending | "InputDocs" >> beam.Map(lambda p: p.doc)
+            stale = ({"input": documents | "DocsRead" >> beam.Map(lambda doc: (doc, None)),
+                      "stored_only": stored_only}
+                     | "JoinByDocument" >> beam.CoGroupByKey()
+                     | "StaleOfInputDocs" >> beam.FlatMapTuple(stale_of_present_documents))
+        kept = self._kept | "FoldKept" >> beam.CombineGlobally(KeptFold())
+        deletes = stale | "UnlessKept" >> beam.FlatMapTuple(
+            unless_kept, beam.pvalue.AsSingleton(kept)).with_output_types(str)
         return PlanOutputs(joined.writes, deletes)

@@ -20,7 +20,8 @@ from connectors.errors import (
     RagEvidenceError,
     redact,
 )
-from pipeline.ingest.documents import DocumentChunk, chunks_of
+from pipeline.ingest.documents import DocumentChunk, chunks_of, document_id
+from pipeline.ingest.kept import Kept, kept_of_line
 from pipeline.ingest.plan import Pending, Planned
 from pipeline.ingest.sources import parse_chunk_line
 from pipeline.io.records import NumberedLine
@@ -31,6 +32,10 @@ from stages.progress import Progress
 from stages.shared_embedder import SharedEmbedder, embed_texts
 
 FAILED = "failed"
+KEPT = "kept"
+"""What a failed read could have held (see `pipeline.ingest.kept`)."""
+READ = "read"
+"""The documents read whole, with or without chunks."""
 Failure = tuple[str, str]
 """(chunk id or file:line, reason)."""
 T = TypeVar("T")
@@ -76,7 +81,8 @@ def _places(element: object, chunks_path: str | None) -> Iterator[str]:
 
 class ParseChunkLines(beam.DoFn):
     """(line number, text) -> ChunkRecord, or a failure naming `file:line`: a line that is no
-    chunk record, or whose vector is not of the store's `dimension`."""
+    chunk record, or whose vector is not of the store's `dimension`; what a failed line could
+    have held is tagged `kept`."""
 
     def __init__(self, path: str, dimension: int) -> None:
         self._path = path
@@ -88,17 +94,20 @@ class ParseChunkLines(beam.DoFn):
             record = parse_chunk_line(self._path, *line)
         except InputLineError as error:
             yield _failed(where, error.problem)
+            yield pvalue.TaggedOutput(KEPT, kept_of_line(line[1]))
             return
         if len(record.vector) != self._dimension:
             mismatch = DimensionMismatchError(f"vector of {record.id!r}", len(record.vector),
                                               self._dimension)
             yield _failed(where, str(mismatch))
+            yield pvalue.TaggedOutput(KEPT, Kept(chunk=record.id))
             return
         yield record
 
 
 class ChunkDocuments(beam.DoFn):
-    """Document path -> its chunks, or a failure naming the path (see `read_document`)."""
+    """Document path -> its chunks and its id tagged `read`, or a failure naming the path (see
+    `read_document`) and its id tagged `kept`."""
 
     def __init__(self, root: str, max_chars: int, overlap: int = 0,
                  follow_symlinks: bool = False) -> None:
@@ -107,10 +116,13 @@ class ChunkDocuments(beam.DoFn):
 
     def process(self, path: str) -> Iterator[DocumentChunk | pvalue.TaggedOutput]:
         try:
-            yield from chunks_of(self._root, path, self._max_chars, self._overlap,
-                                 self._follow)
+            chunks = chunks_of(self._root, path, self._max_chars, self._overlap, self._follow)
         except DocumentError as error:
             yield _failed(path, str(error))
+            yield pvalue.TaggedOutput(KEPT, Kept(doc=document_id(self._root, path)))
+            return
+        yield from chunks
+        yield pvalue.TaggedOutput(READ, document_id(self._root, path))
 
 
 class EmbedChunks(beam.DoFn):

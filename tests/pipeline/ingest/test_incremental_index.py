@@ -4,7 +4,6 @@ the cleanup mode, and another embedder is refused unless `--rebuild`."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
@@ -13,71 +12,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from elasticsearch import Elasticsearch
 
 from connectors.embedded.chunk_table import ChunkTable
-from connectors.embedded.layout import RECORDS_FILE, VECTORS_FILE
 from connectors.embedded.versions import current_version
 from connectors.embedder_port import EmbedderInfo, Purpose
 from connectors.embedders.hashing import HashingEmbedder
 from connectors.errors import EmbedderChangedError
-from pipeline.config.loader import load_settings
-from pipeline.config.settings import Settings
 from pipeline.ingest.job import IndexSummary, run_index
 from tests.builders import FailingEmbedder, chunk_records, unit_vectors
+from tests.index_backends import Backend, backend, write_docs
 
-Snapshot = dict[str, tuple[str, tuple[float, ...]]]
-"""Per chunk id: its content and stored vector."""
-
-
-class Backend:
-    """One store, embedded or Elasticsearch, seen through the same questions."""
-
-    def __init__(self, overrides: list[str], client: Elasticsearch | None = None,
-                 index: str | None = None) -> None:
-        self.overrides, self._client, self._index = overrides, client, index
-
-    def settings(self, *extra: str) -> Settings:
-        return load_settings(overrides=[*self.overrides, "embedder.dim=32",
-                                        "chunking.max-chars=60", *extra])
-
-    def snapshot(self) -> Snapshot:
-        if self._client is None:
-            return _embedded_snapshot(Path(self.settings().search.embedded.path))
-        found = self._client.search(index=self._index, size=1000,
-                                    query={"match_all": {}})["hits"]["hits"]
-        return {h["_id"]: (h["_source"]["content"], tuple(h["_source"]["embedding"]))
-                for h in found}
-
-
-def _embedded_snapshot(store: Path) -> Snapshot:
-    version = current_version(store)
-    vectors = np.load(version / VECTORS_FILE)
-    lines = (version / RECORDS_FILE).read_text().splitlines()
-    return {json.loads(line)["id"]: (json.loads(line)["content"], tuple(vectors[row].tolist()))
-            for row, line in enumerate(lines)}
-
-
-@pytest.fixture(params=["embedded", pytest.param("elasticsearch", marks=pytest.mark.live_es)])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    if request.param == "embedded":
-        return Backend([f"search.embedded.path={tmp_path / 'store'}"])
-    url, index = request.getfixturevalue("es_url"), request.getfixturevalue("es_index")
-    client = request.getfixturevalue("es_client")
-    return Backend(["search.backend=elasticsearch", f"search.elasticsearch.hosts=[{url}]",
-                    f"search.elasticsearch.index={index}",
-                    "search.elasticsearch.index-options={type: flat}"], client, index)
-
-
-def _write_docs(root: Path, docs: dict[str, list[str]]) -> Path:
-    """Writes each document as its paragraphs (of 31 to 60 characters: one chunk each)."""
-    root.mkdir(parents=True, exist_ok=True)
-    for old in root.iterdir():
-        old.unlink()
-    for name, paragraphs in docs.items():
-        (root / name).write_text("\n\n".join(paragraphs))
-    return root
-
+__all__ = ["backend"]  # the fixture, imported
 
 DOCS = {"a.md": ["Alpha opens files and folders on a disk.",
                  "Alpha reads lines from a text file there."],
@@ -98,7 +43,7 @@ def _counts(summary: IndexSummary) -> tuple[int, int, int, int, int, int]:
 
 def test_a_second_index_of_unchanged_documents_embeds_and_writes_nothing(
         backend: Backend, tmp_path: Path) -> None:
-    docs = _write_docs(tmp_path / "docs", DOCS)
+    docs = write_docs(tmp_path / "docs", DOCS)
     assert _counts(_index(backend, docs)) == (6, 0, 0, 0, 0, 6)
     before = backend.snapshot()
     assert _counts(_index(backend, docs)) == (0, 0, 6, 0, 0, 0)
@@ -107,12 +52,12 @@ def test_a_second_index_of_unchanged_documents_embeds_and_writes_nothing(
 
 def test_only_changed_and_new_chunks_are_embedded_and_the_rest_keep_their_vectors(
         backend: Backend, tmp_path: Path) -> None:
-    docs = _write_docs(tmp_path / "docs", DOCS)
+    docs = write_docs(tmp_path / "docs", DOCS)
     _index(backend, docs)
     before = backend.snapshot()
     changed = {**DOCS, "b.md": [DOCS["b.md"][0], "Bravo writes yaml documents from dicts.",
                                 DOCS["b.md"][2], "Bravo merges two maps into a single one."]}
-    summary = _index(backend, _write_docs(docs, changed))
+    summary = _index(backend, write_docs(docs, changed))
     assert _counts(summary) == (1, 1, 5, 0, 0, 2)
     after = backend.snapshot()
     assert after["b.md#chunk-1"][0] == "Bravo writes yaml documents from dicts."
@@ -124,30 +69,30 @@ def test_only_changed_and_new_chunks_are_embedded_and_the_rest_keep_their_vector
 
 def test_incremental_cleanup_deletes_stale_chunks_of_input_documents_only(
         backend: Backend, tmp_path: Path) -> None:
-    docs = _write_docs(tmp_path / "docs", DOCS)
+    docs = write_docs(tmp_path / "docs", DOCS)
     _index(backend, docs)
     shrunk = {"a.md": DOCS["a.md"], "b.md": DOCS["b.md"][:1]}  # c.md absent from the input
-    assert _counts(_index(backend, _write_docs(docs, shrunk))) == (0, 0, 3, 2, 0, 0)
+    assert _counts(_index(backend, write_docs(docs, shrunk))) == (0, 0, 3, 2, 0, 0)
     assert sorted(backend.snapshot()) == ["a.md#chunk-0", "a.md#chunk-1", "b.md#chunk-0",
                                           "c.md#chunk-0"]
 
 
 def test_full_cleanup_also_deletes_the_documents_absent_from_the_input(
         backend: Backend, tmp_path: Path) -> None:
-    docs = _write_docs(tmp_path / "docs", DOCS)
+    docs = write_docs(tmp_path / "docs", DOCS)
     _index(backend, docs)
     shrunk = {"a.md": DOCS["a.md"], "b.md": DOCS["b.md"][:1]}
-    assert _counts(_index(backend, _write_docs(docs, shrunk), cleanup="full")) == (
+    assert _counts(_index(backend, write_docs(docs, shrunk), cleanup="full")) == (
         0, 0, 3, 3, 0, 0)
     assert sorted(backend.snapshot()) == ["a.md#chunk-0", "a.md#chunk-1", "b.md#chunk-0"]
 
 
 def test_cleanup_none_only_adds_and_updates(backend: Backend, tmp_path: Path) -> None:
-    docs = _write_docs(tmp_path / "docs", DOCS)
+    docs = write_docs(tmp_path / "docs", DOCS)
     _index(backend, docs)
     changed = {"a.md": ["Alpha opens folders and files on a disk."],
                "d.md": ["Delta deletes nothing at all, ever again."]}
-    assert _counts(_index(backend, _write_docs(docs, changed), cleanup="none")) == (
+    assert _counts(_index(backend, write_docs(docs, changed), cleanup="none")) == (
         1, 1, 0, 0, 0, 2)
     snapshot = backend.snapshot()
     assert len(snapshot) == 7
@@ -155,7 +100,7 @@ def test_cleanup_none_only_adds_and_updates(backend: Backend, tmp_path: Path) ->
     assert snapshot["a.md#chunk-1"][0] == DOCS["a.md"][1]  # stale, kept by `none`
 
 
-def _chunk_file(path: Path, vectors: np.ndarray, contents: Sequence[str] = ()) -> Path:
+def chunk_file(path: Path, vectors: np.ndarray, contents: Sequence[str] = ()) -> Path:
     records = chunk_records(vectors, chunks_per_doc=2)
     for i, content in enumerate(contents):
         records[i] = records[i].model_copy(update={"content": content})
@@ -166,12 +111,12 @@ def _chunk_file(path: Path, vectors: np.ndarray, contents: Sequence[str] = ()) -
 def test_chunk_records_carry_their_vectors_and_unchanged_ones_are_not_rewritten(
         backend: Backend, tmp_path: Path) -> None:
     vectors = unit_vectors(6, dim=32)
-    chunks = _chunk_file(tmp_path / "chunks.jsonl", vectors)
+    chunks = chunk_file(tmp_path / "chunks.jsonl", vectors)
     settings = backend.settings()
     assert _counts(run_index(settings, chunks=str(chunks))) == (6, 0, 0, 0, 0, 0)
     before = backend.snapshot()
     vectors[4] = unit_vectors(1, dim=32, seed=99)[0]  # a new vector for doc2#chunk-0
-    _chunk_file(chunks, vectors, contents=["content 0 edited"])
+    chunk_file(chunks, vectors, contents=["content 0 edited"])
     assert _counts(run_index(settings, chunks=str(chunks))) == (0, 2, 4, 0, 0, 0)
     after = backend.snapshot()
     assert after["doc0#chunk-0"][0] == "content 0 edited"
@@ -193,7 +138,7 @@ class _PrefixedEmbedder(HashingEmbedder):
 
 def test_another_embedder_is_refused_naming_both_and_rebuild_re_embeds_everything(
         backend: Backend, tmp_path: Path) -> None:
-    docs = _write_docs(tmp_path / "docs", DOCS)
+    docs = write_docs(tmp_path / "docs", DOCS)
     _index(backend, docs)
     before = backend.snapshot()
     prefixed = partial(_PrefixedEmbedder, 32)
@@ -210,11 +155,11 @@ def test_another_embedder_is_refused_naming_both_and_rebuild_re_embeds_everythin
 
 def test_a_chunk_that_fails_to_embed_keeps_its_previous_version(
         backend: Backend, tmp_path: Path) -> None:
-    docs = _write_docs(tmp_path / "docs", DOCS)
+    docs = write_docs(tmp_path / "docs", DOCS)
     _index(backend, docs)
     before = backend.snapshot()
     changed = {**DOCS, "c.md": ["Charlie goes boom in the middle of a line."]}
-    summary = _index(backend, _write_docs(docs, changed), "embedder.batch-size=1",
+    summary = _index(backend, write_docs(docs, changed), "embedder.batch-size=1",
                      embedder_factory=partial(FailingEmbedder, 32))
     assert (summary.failed, summary.updated, summary.unchanged) == (1, 0, 5)
     assert backend.snapshot() == before
@@ -223,7 +168,7 @@ def test_a_chunk_that_fails_to_embed_keeps_its_previous_version(
 def test_nothing_changed_commits_no_new_version(tmp_path: Path) -> None:
     store = tmp_path / "store"
     backend = Backend([f"search.embedded.path={store}"])
-    docs = _write_docs(tmp_path / "docs", DOCS)
+    docs = write_docs(tmp_path / "docs", DOCS)
     _index(backend, docs)
     version = current_version(store)
     summary = _index(backend, docs)
@@ -234,7 +179,7 @@ def test_nothing_changed_commits_no_new_version(tmp_path: Path) -> None:
 def test_each_stored_chunk_records_its_document_and_fingerprint(tmp_path: Path) -> None:
     store = tmp_path / "store"
     backend = Backend([f"search.embedded.path={store}"])
-    _index(backend, _write_docs(tmp_path / "docs", DOCS))
+    _index(backend, write_docs(tmp_path / "docs", DOCS))
     table = ChunkTable.of_version(current_version(store))
     assert table.docs == ["a.md", "a.md", "b.md", "b.md", "b.md", "c.md"]
     assert len(set(table.fingerprints)) == 6 and all(

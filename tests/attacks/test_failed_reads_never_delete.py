@@ -1,0 +1,89 @@
+"""A failed read never deletes: a chunk line, a document or the rest of a file that could not be
+read keeps what the store holds of it, on both backends; a document read whole and emptied is a
+document with no chunks."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.ingest.job import run_index
+from tests.builders import chunk_records, unit_vectors
+from tests.index_backends import Backend, backend, write_docs
+
+__all__ = ["backend"]  # the fixture, imported
+
+DOCS = {"a.md": ["Alpha opens files and folders on a disk.",
+                 "Alpha reads lines from a text file there."],
+        "b.md": ["Bravo parses json documents into dicts."],
+        "c.md": ["Charlie counts the words of each sentence."]}
+
+
+def _chunk_lines(vectors: np.ndarray) -> list[str]:
+    return [r.model_dump_json() for r in chunk_records(vectors, chunks_per_doc=2)]
+
+
+def test_a_chunk_line_that_fails_keeps_its_stored_chunk(backend: Backend, tmp_path: Path
+                                                        ) -> None:
+    lines = _chunk_lines(unit_vectors(6, dim=32))
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text("\n".join(lines) + "\n")
+    run_index(backend.settings(), chunks=str(chunks))
+    before = backend.snapshot()
+    broken = json.loads(lines[1])  # doc0#chunk-1: its document is in the input
+    broken["vector"][3] = None
+    chunks.write_text("\n".join([*lines[:1], json.dumps(broken), *lines[2:]]) + "\n")
+    summary = run_index(backend.settings(), chunks=str(chunks))
+    assert (summary.failed, summary.deleted, summary.kept_after_failure) == (1, 0, 1)
+    assert backend.snapshot() == before
+
+
+def test_a_line_without_a_readable_id_keeps_every_stale_chunk(backend: Backend,
+                                                              tmp_path: Path) -> None:
+    lines = _chunk_lines(unit_vectors(6, dim=32))
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text("\n".join(lines) + "\n")
+    run_index(backend.settings(), chunks=str(chunks))
+    chunks.write_text("\n".join([*lines[:2], "{not json", *lines[4:]]) + "\n")
+    summary = run_index(backend.settings(), chunks=str(chunks), cleanup="full")
+    assert (summary.failed, summary.deleted, summary.kept_after_failure) == (1, 0, 2)
+    assert len(backend.snapshot()) == 6
+
+
+def test_a_truncated_gzip_deletes_nothing_it_could_have_held(backend: Backend,
+                                                             tmp_path: Path) -> None:
+    lines = _chunk_lines(unit_vectors(60, dim=32))
+    whole = tmp_path / "chunks.jsonl"
+    whole.write_text("\n".join(lines) + "\n")
+    run_index(backend.settings(), chunks=str(whole))
+    packed = gzip.compress(("\n".join(lines) + "\n").encode())
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(packed[: len(packed) * 2 // 3])
+    summary = run_index(backend.settings(), chunks=str(cut), cleanup="full")
+    assert summary.deleted == 0 and summary.failed >= 1
+    assert summary.kept_after_failure == 60 - summary.unchanged
+    assert len(backend.snapshot()) == 60
+
+
+def test_a_document_that_no_longer_reads_keeps_its_chunks_under_full_cleanup(
+        backend: Backend, tmp_path: Path) -> None:
+    docs = write_docs(tmp_path / "docs", DOCS)
+    run_index(backend.settings(), docs=str(docs))
+    before = backend.snapshot()
+    (docs / "a.md").write_bytes(b"Alpha \xff\xfe is no longer UTF-8 text.")
+    summary = run_index(backend.settings(), docs=str(docs), cleanup="full")
+    assert (summary.failed, summary.deleted, summary.kept_after_failure) == (1, 0, 2)
+    assert backend.snapshot() == before
+
+
+def test_an_emptied_document_loses_its_chunks_under_the_default_cleanup(
+        backend: Backend, tmp_path: Path) -> None:
+    docs = write_docs(tmp_path / "docs", DOCS)
+    run_index(backend.settings(), docs=str(docs))
+    (docs / "a.md").write_text("")
+    summary = run_index(backend.settings(), docs=str(docs))
+    assert (summary.deleted, summary.failed, summary.kept_after_failure) == (2, 0, 0)
+    assert sorted(backend.snapshot()) == ["b.md#chunk-0", "c.md#chunk-0"]
