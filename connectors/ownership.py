@@ -1,17 +1,19 @@
 """Who owns a path now: lock files, and work folders named after the process that made them.
 
-Both carry their owner's host and process id, so that a later job on the same host can tell a
-live owner (refused, named) from a killed one (whose lock is taken over and whose work
-folders are removed, never read as data).
+A lock is an exclusive `flock` on its file, released by the kernel when its holder ends; the file
+names the holder for whoever finds it busy. Work folders carry their owner's host and process
+id, so that a later job on the same host removes a killed owner's folders (never read as data).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import shutil
 import socket
+import stat
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,7 +49,8 @@ def held(lock: Path, what: str) -> Iterator[None]:
     """Holds `lock` (a file beside what it guards) while the block runs.
 
     Raises:
-        BusyError: a live process holds it, named by host and pid.
+        BusyError: a live process holds it, named by host and pid; or the lock is not a
+            regular file.
     """
     take(lock, what)
     try:
@@ -56,37 +59,93 @@ def held(lock: Path, what: str) -> Iterator[None]:
         release(lock)
 
 
-def release(lock: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        lock.unlink()
+def lock_of(path: str | Path) -> Path:
+    """The lock file of `path`: `.NAME.lock` beside the file or folder `path` really is (links
+    resolved), so that two names of one thing share one lock."""
+    real = Path(os.path.realpath(path))
+    return real.parent / f".{real.name}.lock"
+
+
+_HELD: dict[Path, int] = {}
+"""The lock files this process holds, and the descriptor whose `flock` holds each."""
 
 
 def take(lock: Path, what: str) -> None:
-    """Takes `lock` for this process (see `held`)."""
-    for _ in range(2):
+    """Takes `lock` for this process (see `held`): an exclusive `flock` on the lock file, which
+    the kernel releases when its holder ends however it ends, so a killed holder's lock is free
+    and a pid reused by another process means nothing. The holder writes its host, pid and
+    start time into the file, for the message of whoever finds it busy.
+
+    Raises:
+        BusyError: see `held`.
+    """
+    for _ in range(10):
+        descriptor = _open_lock(lock, what)
         try:
-            descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            host, pid = _holder(lock)
-            if not _gone(host, pid):
-                raise BusyError(f"{what} is in use by process {pid} on {host} (lock {lock}); "
-                                "wait for it to end, or remove the lock if that process is "
-                                "gone") from None
-            with contextlib.suppress(FileNotFoundError):
-                lock.unlink()  # its owner was killed
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(descriptor)
+            os.close(descriptor)
+            raise BusyError(f"{what} is in use by {holder} (lock {lock}); wait for it to "
+                            "end") from None
+        if not _still_at(lock, descriptor):  # its holder removed it as we opened it
+            os.close(descriptor)
             continue
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(f"{socket.gethostname()} {os.getpid()}\n")
+        os.ftruncate(descriptor, 0)
+        os.write(descriptor, f"{socket.gethostname()} {os.getpid()} {_started()}\n".encode())
+        _HELD[lock] = descriptor
         return
-    raise BusyError(f"{what}: the lock {lock} keeps coming back; another job is starting")
+    raise BusyError(f"{what}: the lock {lock} keeps being replaced; another job is starting")
 
 
-def _holder(lock: Path) -> tuple[str, int]:
+def release(lock: Path) -> None:
+    """Removes and unlocks `lock`, if this process holds it."""
+    descriptor = _HELD.pop(lock, None)
+    if descriptor is None:
+        return
+    with contextlib.suppress(FileNotFoundError):
+        lock.unlink()  # before unlocking: whoever opened it meanwhile sees it gone and retries
+    os.close(descriptor)
+
+
+def _open_lock(lock: Path, what: str) -> int:
     try:
-        host, pid = lock.read_text(encoding="utf-8").split()
-        return host, int(pid)
+        mode = os.lstat(lock).st_mode
+    except FileNotFoundError:
+        mode = stat.S_IFREG
+    if not stat.S_ISREG(mode):
+        raise BusyError(f"{what}: its lock {lock} is not a regular file (a folder, a link or a "
+                        "device); remove it")
+    try:
+        return os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as error:
+        raise BusyError(f"{what}: its lock {lock} cannot be opened ({error.strerror})"
+                        ) from None
+
+
+def _still_at(lock: Path, descriptor: int) -> bool:
+    try:
+        return os.stat(lock, follow_symlinks=False).st_ino == os.fstat(descriptor).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def _holder(descriptor: int) -> str:
+    """The holder as its lock file names it: `process PID on HOST`."""
+    try:
+        host, pid, *_ = os.pread(descriptor, 512, 0).decode("utf-8").split()
     except (OSError, ValueError):
-        return socket.gethostname(), -1  # half-written or unreadable: as if gone
+        return "another process (starting: it has not written its name yet)"
+    return f"process {pid} on {host}"
+
+
+def _started() -> str:
+    """This process's start time, in clock ticks since boot (`/proc/self/stat`), or `-`."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        return fields[19]
+    except (OSError, IndexError):
+        return "-"
 
 
 def _gone(host: str, pid: int) -> bool:

@@ -17,7 +17,7 @@ from connectors.embedded.vector_search import DEFAULT_HNSW, HnswParams
 from connectors.embedded.versions import collect, current_version, publish
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import DimensionMismatchError, EmbedderChangedError, InvalidInputError
-from connectors.ownership import owned_suffix, release, remove_stale, take
+from connectors.ownership import lock_of, owned_suffix, release, remove_stale, take
 
 _STAGING, _BUILDING = ".staging-", ".new-"
 """Work folders beside the store, named after their owner (see `connectors.ownership`)."""
@@ -109,7 +109,8 @@ class EmbeddedStoreTarget:
 
     @property
     def _lock(self) -> Path:
-        return self._path.parent / f".{self._path.name}.lock"
+        """Beside the real store (links resolved): one lock whatever path names it."""
+        return lock_of(self._path)
 
     def _check_fits(self, manifest: Manifest, dimension: int,
                     embedder: EmbedderInfo | None) -> None:

@@ -11,7 +11,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.errors import InvalidInputError
-from connectors.ownership import held
+from connectors.ownership import held, lock_of
 from pipeline.io.line_blocks import count_lines
 from pipeline.io.local_paths import (
     check_distinct,
@@ -99,7 +99,7 @@ class RunIO:
         naming this one, instead of mixing its lines into ours."""
         with contextlib.ExitStack() as stack:
             for path in self.output_files():
-                stack.enter_context(held(Path(f"{path}.lock"), path))
+                stack.enter_context(held(lock_of(path), path))
             yield
 
     def output_files(self) -> list[str]:
