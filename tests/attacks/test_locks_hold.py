@@ -56,9 +56,9 @@ def test_a_holder_that_has_not_written_its_name_yet_still_holds_the_lock(
     lock = lock_of(tmp_path / "out.jsonl")
     with open(lock, "w") as handle:  # created and locked, nothing written yet
         fcntl.flock(handle, fcntl.LOCK_EX)
-        with pytest.raises(BusyError, match="has not written its name yet"):
-            with held(lock, "out.jsonl"):
-                pass
+        with pytest.raises(BusyError, match="has not written its name yet"), held(
+                lock, "out.jsonl"):
+            pass
     assert lock.exists()
 
 
