@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 from pipeline.cli.explain_report import explanation_text
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
 from pipeline.ingest.job import IndexSummary, run_index
+from pipeline.io.json_file import write_json_file
 from pipeline.io.local_paths import check_distinct, check_output_file
 from pipeline.io.run_io import RunIO
 from pipeline.run.explain import explain, query_of
@@ -26,8 +26,8 @@ def index_command(args: argparse.Namespace, beam_args: Sequence[str],
     settings = _settings(args, environ)
     if args.summary:
         check_output_file("--summary", args.summary)
-        check_distinct({"--chunks": args.chunks, "--failures": args.failures,
-                        "--summary": args.summary})
+    check_distinct({"--config": args.config, "--chunks": args.chunks,
+                    "--failures": args.failures, "--summary": args.summary})
     summary = run_index(settings, chunks=args.chunks, docs=args.docs,
                         failures_path=args.failures, beam_args=beam_args,
                         follow_symlinks=args.follow_symlinks, cleanup=args.cleanup,
@@ -35,7 +35,7 @@ def index_command(args: argparse.Namespace, beam_args: Sequence[str],
     if args.summary:
         described = {"store": _store_name(settings), "cleanup": args.cleanup,
                      "rebuild": args.rebuild, **summary.to_dict()}
-        _write_json(args.summary, described)
+        write_json_file(args.summary, described)
     print(index_report(settings, summary, args.failures))
     return 0 if summary.failed == 0 else 1
 
@@ -61,22 +61,14 @@ def _store_name(settings: Settings) -> str:
     return settings.search.embedded.path
 
 
-def _write_json(path: str, document: Mapping[str, object]) -> None:
-    Path(path).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-
-
 def run_command(args: argparse.Namespace, beam_args: Sequence[str],
                 environ: Mapping[str, str]) -> int:
     settings = _settings(args, environ)
     io = RunIO.parse(args.queries, args.out, args.dead_letter, settings.search.elasticsearch,
-                     args.previous, args.snapshot)
-    if args.summary:
-        check_output_file("--summary", args.summary)
-        check_distinct({"--queries": args.queries, "--out": args.out,
-                        "--dead-letter": io.dead_letters, "--summary": args.summary})
+                     args.previous, args.snapshot, args.summary, args.config)
     summary = run(settings, io, beam_args=beam_args)
     if args.summary:
-        _write_json(args.summary, summary.to_dict())
+        write_json_file(args.summary, summary.to_dict())
     print("\n".join(summary.lines()))
     print(f"results: {args.out}\ndead letters: {io.dead_letters}\n"
           f"manifest: {io.manifest}")

@@ -39,13 +39,19 @@ class RunIO:
     """With `--previous`: the earlier results that only changed evidence is written against."""
     snapshot: ResultFile | None = None
     """With `--previous`: where every result goes too, to be the next run's `--previous`."""
+    summary: str | None = None
+    """`--summary`: the run's counts as JSON (written by the CLI, checked here with the rest)."""
+    config: str | None = None
+    """`--config`: an input like the queries, never to be written over."""
 
     @classmethod
     def parse(cls, queries: str, out: str, dead_letter: str | None = None,
               elasticsearch: ElasticsearchConfig | None = None,
-              previous: str | None = None, snapshot: str | None = None) -> RunIO:
-        """`--queries`, `--out`, `--dead-letter` (default: beside the results), `--previous`
-        and `--snapshot`; `elasticsearch` is the cluster an `es://` output writes to.
+              previous: str | None = None, snapshot: str | None = None,
+              summary: str | None = None, config: str | None = None) -> RunIO:
+        """`--queries`, `--out`, `--dead-letter` (default: beside the results), `--previous`,
+        `--snapshot`, `--summary` and `--config`; `elasticsearch` is the cluster an `es://`
+        output writes to.
 
         Raises:
             InvalidInputError: `--previous` or `--snapshot` is no result file (JSONL or
@@ -56,13 +62,23 @@ class RunIO:
             raise InvalidInputError("--snapshot", snapshot, "needs --previous (without it, "
                                     "--out holds every result)")
         return cls(query_source(queries), results, dead_letter or results.default_dead_letter,
-                   _result_file("--previous", previous), _result_file("--snapshot", snapshot))
+                   _result_file("--previous", previous), _result_file("--snapshot", snapshot),
+                   summary, config)
 
     @property
     def manifest(self) -> str:
         """Where the run's manifest goes: beside a result file, or for `es://INDEX` beside the
         dead letters, named after the index (see `pipeline.run.manifest`)."""
         return f"{self._beside()}{MANIFEST_SUFFIX}"
+
+    @property
+    def manifests(self) -> list[str]:
+        """The run's manifests, in the order they are written: the results', then (with
+        `--snapshot`) the snapshot's, the same document beside the file that the next night
+        reads; a snapshot with its manifest is the last thing a finished run leaves."""
+        snapshot = [] if self.snapshot is None else [
+            f"{self.snapshot.location}{MANIFEST_SUFFIX}"]
+        return [self.manifest, *snapshot]
 
     @property
     def gone(self) -> str:
@@ -77,16 +93,22 @@ class RunIO:
 
     def check(self) -> None:
         """Refuses, before anything starts, a run whose files would lose results (see
-        `local_paths`)."""
+        `local_paths`): every output, named or derived, against every input and every other
+        output, links resolved."""
         check_input_file("--queries", self.queries.path, text=not is_parquet(self.queries.path))
         self.queries.check()
         outputs = {"--out": self.results.location} if isinstance(self.results, ResultFile) else {}
         outputs |= {"--dead-letter": self.dead_letters}
         if self.snapshot is not None:
             outputs["--snapshot"] = self.snapshot.location
+        if self.summary is not None:
+            outputs["--summary"] = self.summary
         for flag, path in outputs.items():
             check_output_file(flag, path)
-        inputs = {"--queries": self.queries.path}
+        outputs |= {f"the manifest {path}": path for path in self.manifests}
+        if self.previous is not None:
+            outputs[f"the list of gone ids {self.gone}"] = self.gone
+        inputs = {"--queries": self.queries.path, "--config": self.config}
         if self.previous is not None:
             check_input_file("--previous", self.previous.location,
                              text=not is_parquet(self.previous.location))

@@ -17,7 +17,12 @@ from pipeline.config.heap import run_to_completion
 from pipeline.config.settings import Settings
 from pipeline.io.run_io import RunIO
 from pipeline.run.build import build_pipeline
-from pipeline.run.manifest import remove_manifest, run_manifest, write_manifest
+from pipeline.run.manifest import (
+    check_finished_run,
+    remove_manifests,
+    run_manifest,
+    write_manifests,
+)
 from pipeline.run.preflight import preflight
 from pipeline.run.summary import RunSummary, summarize
 
@@ -47,6 +52,8 @@ def run(settings: Settings, io: RunIO, *, beam_args: Sequence[str] = (),
     then builds, runs and waits. The run reads the embedded store's version that is current
     when it starts, from start to end."""
     io.check()
+    if io.previous is not None:
+        check_finished_run("--previous", io.previous.location)
     if port_factory is not None:
         return _run(settings, io, beam_args, port_factory, embedder_factory, None)
     with pinned_port_factory(settings) as (pinned, version):
@@ -64,7 +71,7 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
     embeds = settings.rag.recall.mode != "lexical"
     refusal = preflight(port_factory, embedder_factory if embeds else None, io.queries, describe)
     with io.held():
-        remove_manifest(io.manifest)
+        remove_manifests(io.manifests)
         started, began = time.monotonic(), _now()
         pipeline = job_pipeline(options)
         build_pipeline(pipeline, settings, io, port_factory=port_factory,
@@ -72,8 +79,8 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
         result = run_to_completion(pipeline)
         summary = summarize(result, time.monotonic() - started, io.counts)
         _warn_on_low_recall(summary, settings)
-        write_manifest(io.manifest,
-                       run_manifest(settings, io, summary, options, began, _now(), version))
+        write_manifests(io.manifests,
+                        run_manifest(settings, io, summary, options, began, _now(), version))
         return summary
 
 
