@@ -29,8 +29,10 @@ class EmbeddedStoreTarget:
     A commit builds a new version from the current one: its chunks that were neither rewritten
     nor deleted keep their vectors (copied), and the written ones are added; rows are in
     natural id order (`doc#chunk-2` before `doc#chunk-10`), whatever order the workers wrote
-    them in. A job that wrote and deleted nothing commits nothing. `index: hnsw` also builds
-    an HNSW graph (`hnsw` parameters) and measures its recall against exact search.
+    them in. A job that wrote and deleted nothing commits nothing, unless the current version
+    is of another index kind than `index` (it is then built again as configured). `index:
+    hnsw` also builds an HNSW graph (`hnsw` parameters) and measures its recall against exact
+    search.
     """
 
     def __init__(self, path: str | Path, index: IndexKind = "flat",
@@ -84,7 +86,8 @@ class EmbeddedStoreTarget:
         try:
             parts = StagedParts(self._staging)
             if not self._rebuild and self._base is not None and not (
-                    parts.table.ids or parts.deleted):
+                    parts.table.ids or parts.deleted) and (
+                    Manifest.read(self._base).index == self._index):
                 return f"nothing changed: the store keeps version {self._base.name}"
             built = self._path.parent / f".{self._path.name}{_BUILDING}{owned_suffix()}"
             built.mkdir()

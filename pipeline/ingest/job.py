@@ -157,7 +157,7 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
         failed = [*inputs.failed, unexpected | "ReadFailures" >> beam.FlatMap(
             internal_failures, chunks)]
         kept = ((inputs.kept, unexpected | "KeepEverything" >> beam.Map(lambda _: EVERYTHING))
-                | "AllKept" >> beam.Flatten())
+                | "ReadKept" >> beam.Flatten())
         catalog = (pipeline
                    | "Store" >> beam.Create([target])
                    | "Catalog" >> beam.FlatMap(lambda store: store.catalog())
@@ -178,17 +178,35 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
             _write_failures((*failed, written, deleted, internal), failures_path)
         result = run_to_completion(pipeline)
         totals = counters.totals(result)
+        if totals.get(counters.DUPLICATE_IDS):  # the plan wrote and deleted nothing
+            raise InvalidInputError("id", _duplicated_id(chunks), "appears twice")
         note = target.commit()
     except InvalidInputError as error:
         target.abort()
         if chunks is not None and error.field == "id":
             raise InvalidInputError("id", error.value, "appears twice, at " + ", ".join(
-                _lines_with_id(chunks, str(error.value)))) from None
+                _lines_with_id(chunks, str(error.value))) + "; nothing was written") from None
         raise
     except BaseException:
         target.abort()
         raise
     return IndexSummary.of(totals, time.monotonic() - started, created, embedder, note)
+
+
+def _duplicated_id(chunks: str | None) -> str:
+    """The first id that a second line of `chunks` repeats (read again only to name it)."""
+    if chunks is None:
+        return "?"
+    seen: set[str] = set()
+    for number, line in read_numbered_lines(chunks):
+        try:
+            record_id = parse_chunk_line(chunks, number, line).id
+        except InvalidInputError:
+            continue
+        if record_id in seen:
+            return record_id
+        seen.add(record_id)
+    return "?"
 
 
 def _lines_with_id(chunks: str, record_id: str) -> list[str]:

@@ -17,21 +17,25 @@ from pipeline.io.records import Unreadable
 
 class Kept(NamedTuple):
     """Stored chunks a failed read protects: one chunk, one document's chunks, or (both None)
-    every chunk of the store."""
+    every chunk of the store. A `duplicate` is an id that the input holds twice: the job then
+    writes and deletes nothing."""
 
     chunk: str | None = None
     doc: str | None = None
+    duplicate: bool = False
 
 
 EVERYTHING = Kept()
 
 
 class KeptSet(NamedTuple):
-    """Every `Kept` of a job, folded into sets (see `KeptFold`)."""
+    """Every `Kept` of a job, folded into sets (see `KeptFold`), and how many ids the input
+    holds twice."""
 
     everything: bool = False
     chunks: frozenset[str] = frozenset()
     docs: frozenset[str] = frozenset()
+    duplicated: int = 0
 
     def keeps(self, doc: str, chunk_id: str) -> bool:
         """Whether the stored chunk `chunk_id` of document `doc` must not be deleted."""
@@ -62,6 +66,8 @@ class KeptFold(beam.CombineFn):
         return KeptSet()
 
     def add_input(self, folded: KeptSet, kept: Kept) -> KeptSet:
+        if kept.duplicate:
+            return folded._replace(duplicated=folded.duplicated + 1)
         if kept.chunk is None and kept.doc is None:
             return folded._replace(everything=True)
         if kept.chunk is not None:
@@ -74,7 +80,7 @@ class KeptFold(beam.CombineFn):
         merged = KeptSet()
         for fold in folds:
             merged = KeptSet(merged.everything or fold.everything, merged.chunks | fold.chunks,
-                             merged.docs | fold.docs)
+                             merged.docs | fold.docs, merged.duplicated + fold.duplicated)
         return merged
 
     def extract_output(self, folded: KeptSet) -> KeptSet:

@@ -63,12 +63,18 @@ def pending_record(record: ChunkRecord) -> Pending:
 
 
 def classify(chunk_id: str, pending: Iterable[Pending], stored: Iterable[StoredChunk],
-             rebuild: bool = False) -> Iterator[Planned | pvalue.TaggedOutput]:
+             rebuild: bool = False, kept: KeptSet = NOTHING_KEPT
+             ) -> Iterator[Planned | pvalue.TaggedOutput]:
     """One chunk id's input against the store: write it when new or changed (or with
     `rebuild`), count it when unchanged; a chunk the store holds and the input does not is
-    tagged `stored_only` as (its document, its id). Two inputs of one id are both written:
-    the store refuses them, naming both."""
+    tagged `stored_only` as (its document, its id). When ids appear more than once in the
+    input (`kept.duplicated`), nothing is written or deleted, on any backend: each such id is
+    counted and the job refuses to commit."""
     inputs, held = list(pending), list(stored)
+    if kept.duplicated:
+        if len(inputs) > 1:
+            counters.count(counters.DUPLICATE_IDS)
+        return
     if not inputs:
         yield pvalue.TaggedOutput(_STORED_ONLY, (held[0].doc, chunk_id))
         return
@@ -76,8 +82,12 @@ def classify(chunk_id: str, pending: Iterable[Pending], stored: Iterable[StoredC
             and not rebuild):
         counters.count(counters.CHUNKS_UNCHANGED)
         return
-    for item in inputs:
-        yield Planned(item, bool(held))
+    yield Planned(inputs[0], bool(held))
+
+
+def _duplicated(joined: tuple[str, dict[str, list[Pending]]]) -> Iterator[Kept]:
+    if len(joined[1]["input"]) > 1:
+        yield Kept(chunk=joined[0], duplicate=True)
 
 
 def stale_of_present_documents(doc: str, joined: dict[str, list[object]]
@@ -119,12 +129,18 @@ class PlanChunks(beam.PTransform[beam.PCollection[Pending], PlanOutputs]):
         self._kept, self._documents = kept, documents
 
     def expand(self, pending: beam.PCollection[Pending]) -> PlanOutputs:
-        joined = ({"input": pending | "InputById" >> beam.Map(lambda p: (p.id, p)),
-                   "stored": self._catalog | "StoredById" >> beam.Map(lambda s: (s.id, s))}
-                  | "JoinById" >> beam.CoGroupByKey()
+        by_id = ({"input": pending | "InputById" >> beam.Map(lambda p: (p.id, p)),
+                  "stored": self._catalog | "StoredById" >> beam.Map(lambda s: (s.id, s))}
+                 | "JoinById" >> beam.CoGroupByKey())
+        kept = beam.pvalue.AsSingleton(
+            (self._kept, by_id | "DuplicatedIds" >> beam.FlatMap(_duplicated))
+            | "AllKept" >> beam.Flatten()
+            | "FoldKept" >> beam.CombineGlobally(KeptFold()))
+        joined = (by_id
                   | "Classify" >> beam.FlatMap(
-                      lambda kv, rebuild: classify(kv[0], kv[1]["input"], kv[1]["stored"],
-                                                   rebuild), self._rebuild)
+                      lambda kv, rebuild, kept: classify(
+                          kv[0], kv[1]["input"], kv[1]["stored"], rebuild, kept),
+                      self._rebuild, kept)
                   .with_outputs(_STORED_ONLY, main="writes"))
         stored_only = joined[_STORED_ONLY]
         cleanup = "full" if self._rebuild else self._cleanup
@@ -138,7 +154,6 @@ class PlanChunks(beam.PTransform[beam.PCollection[Pending], PlanOutputs]):
                       "stored_only": stored_only}
                      | "JoinByDocument" >> beam.CoGroupByKey()
                      | "StaleOfInputDocs" >> beam.FlatMapTuple(stale_of_present_documents))
-        kept = self._kept | "FoldKept" >> beam.CombineGlobally(KeptFold())
         deletes = stale | "UnlessKept" >> beam.FlatMapTuple(
-            unless_kept, beam.pvalue.AsSingleton(kept)).with_output_types(str)
+            unless_kept, kept).with_output_types(str)
         return PlanOutputs(joined.writes, deletes)

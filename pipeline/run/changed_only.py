@@ -8,6 +8,7 @@ that this run did not answer are `gone`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from decimal import Decimal
 from typing import Any, NamedTuple
 
 import apache_beam as beam
@@ -17,19 +18,34 @@ from stages import counters
 from stages.models import ProjectedItem, QueryResult
 
 GONE = "gone"
-SCORE_TOLERANCE = 1e-6
+SCORE_TOLERANCE = Decimal("0.000001")
+"""Scores that differ by at most this much, as written in decimal, are the same."""
+_SURELY_SAME, _SURELY_MOVED = 0.99e-6, 1.01e-6
 
 
 def same_evidence(new: QueryResult, old: QueryResult) -> bool:
     """Whether the Agent sees the same list: document ids, order and content, and scores
-    within SCORE_TOLERANCE."""
+    within SCORE_TOLERANCE (see `same_score`)."""
     return len(new.projected) == len(old.projected) and all(
         _same(a, b) for a, b in zip(new.projected, old.projected, strict=True))
 
 
+def same_score(a: float, b: float) -> bool:
+    """Whether `a` and `b` differ by at most SCORE_TOLERANCE as written: each as its shortest
+    decimal form (what a JSON result file holds), so that 0.123457 against 0.123456 is the same
+    though their binary difference is a hair over 1e-6. Only gaps near the bound are compared
+    in decimal."""
+    gap = abs(a - b)
+    if gap < _SURELY_SAME:
+        return True
+    if not gap <= _SURELY_MOVED:  # NaN too
+        return False
+    return abs(Decimal(repr(a)) - Decimal(repr(b))) <= SCORE_TOLERANCE
+
+
 def _same(a: ProjectedItem, b: ProjectedItem) -> bool:
     return ((a.document_id, a.source, a.content) == (b.document_id, b.source, b.content)
-            and abs(a.score - b.score) <= SCORE_TOLERANCE)
+            and same_score(a.score, b.score))
 
 
 def compared(joined: tuple[str, Mapping[str, Iterable[QueryResult]]]

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.cli.main import main
+from pipeline.run.changed_only import same_score
 from tests.builders import unit_vectors
 
 VECTORS = unit_vectors(6, dim=8, seed=5)
@@ -34,6 +35,7 @@ def killing(original):
 FileSystems.rename = killing(FileSystems.rename)
 os.replace = killing(os.replace)
 from pipeline.cli.main import main
+from pipeline.run.changed_only import same_score
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -165,3 +167,10 @@ def test_an_output_over_a_manifest_of_the_run_is_refused(
     argv = _night(store_config, night, [0])
     assert main([*argv, "--dead-letter", str(night / "changed.jsonl.manifest.json")]) == 2
     assert "is the same file as" in capsys.readouterr().err
+
+
+def test_a_score_that_moved_by_exactly_the_tolerance_as_written_is_unchanged() -> None:
+    moved = [(0.123456, 0.123457), (0.5, 0.500001), (0.999999, 1.0), (0.700001, 0.7)]
+    assert all(same_score(a, b) for a, b in moved)
+    assert not any(same_score(a, b) for a, b in [(0.123456, 0.1234571), (0.5, 0.5000011),
+                                                 (float("nan"), 0.5), (float("inf"), 1.0)])
