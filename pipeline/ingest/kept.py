@@ -5,10 +5,7 @@ without a readable id, a folder that cannot be listed) keeps everything."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import NamedTuple
-
-import apache_beam as beam
 
 from connectors.input_limits import loads
 from pipeline.io.line_blocks import decode_line
@@ -29,7 +26,7 @@ EVERYTHING = Kept()
 
 
 class KeptSet(NamedTuple):
-    """Every `Kept` of a job, folded into sets (see `KeptFold`), and how many ids the input
+    """Every `Kept` of a job, folded into sets (see `fold`), and how many ids the input
     holds twice."""
 
     everything: bool = False
@@ -59,29 +56,35 @@ def kept_of_line(line: bytes | Unreadable) -> Kept:
 NOTHING_KEPT = KeptSet()
 
 
-class KeptFold(beam.CombineFn):
-    """Kept markers -> one KeptSet (small: it grows with the failures, not the input)."""
+class FoldedOnce:
+    """A step's view of the kept markers (a side input list, small: it grows with the
+    failures, not the input), folded into a KeptSet once per list it is handed, not once per
+    element."""
 
-    def create_accumulator(self) -> KeptSet:
-        return KeptSet()
+    def __init__(self) -> None:
+        self._markers: list[Kept] | None = None
+        self._folded = NOTHING_KEPT
 
-    def add_input(self, folded: KeptSet, kept: Kept) -> KeptSet:
+    def __call__(self, markers: list[Kept]) -> KeptSet:
+        if markers is not self._markers:
+            self._markers, self._folded = markers, fold(markers)
+        return self._folded
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"_markers": None, "_folded": NOTHING_KEPT}
+
+
+def fold(markers: list[Kept]) -> KeptSet:
+    """Kept markers -> one KeptSet."""
+    chunks: set[str] = set()
+    docs: set[str] = set()
+    everything, duplicated = False, 0
+    for kept in markers:
         if kept.duplicate:
-            return folded._replace(duplicated=folded.duplicated + 1)
-        if kept.chunk is None and kept.doc is None:
-            return folded._replace(everything=True)
-        if kept.chunk is not None:
-            folded = folded._replace(chunks=folded.chunks | {kept.chunk})
-        if kept.doc is not None:
-            folded = folded._replace(docs=folded.docs | {kept.doc})
-        return folded
-
-    def merge_accumulators(self, folds: Iterable[KeptSet]) -> KeptSet:
-        merged = KeptSet()
-        for fold in folds:
-            merged = KeptSet(merged.everything or fold.everything, merged.chunks | fold.chunks,
-                             merged.docs | fold.docs, merged.duplicated + fold.duplicated)
-        return merged
-
-    def extract_output(self, folded: KeptSet) -> KeptSet:
-        return folded
+            duplicated += 1
+        elif kept.chunk is None and kept.doc is None:
+            everything = True
+        else:
+            chunks.update(() if kept.chunk is None else (kept.chunk,))
+            docs.update(() if kept.doc is None else (kept.doc,))
+    return KeptSet(everything, frozenset(chunks), frozenset(docs), duplicated)

@@ -10,7 +10,7 @@ chunk that a failed read could have held is never deleted (see `kept`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import apache_beam as beam
 from apache_beam import pvalue
@@ -21,7 +21,7 @@ from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import StoredChunk
 from connectors.embedder_port import EmbedderInfo
 from pipeline.ingest.documents import DocumentChunk
-from pipeline.ingest.kept import NOTHING_KEPT, Kept, KeptFold, KeptSet
+from pipeline.ingest.kept import NOTHING_KEPT, FoldedOnce, Kept, KeptSet
 from stages import counters
 
 Cleanup = Literal["none", "incremental", "full"]
@@ -107,6 +107,29 @@ def unless_kept(doc: str, chunk_id: str, kept: KeptSet = NOTHING_KEPT) -> Iterat
         yield chunk_id
 
 
+class _Classify(beam.DoFn):
+    """`classify`, seeing the kept markers as one KeptSet."""
+
+    def __init__(self, rebuild: bool) -> None:
+        self._rebuild, self._kept = rebuild, FoldedOnce()
+
+    def process(self, joined: tuple[str, dict[str, list[Any]]], markers: list[Kept]
+                ) -> Iterator[Planned | pvalue.TaggedOutput]:
+        chunk_id, sides = joined
+        yield from classify(chunk_id, sides["input"], sides["stored"], self._rebuild,
+                            self._kept(markers))
+
+
+class _UnlessKept(beam.DoFn):
+    """`unless_kept`, seeing the kept markers as one KeptSet."""
+
+    def __init__(self) -> None:
+        self._kept = FoldedOnce()
+
+    def process(self, stale: tuple[str, str], markers: list[Kept]) -> Iterator[str]:
+        yield from unless_kept(*stale, self._kept(markers))
+
+
 class PlanOutputs(NamedTuple):
     writes: beam.PCollection[Planned]
     deletes: beam.PCollection[str]
@@ -132,15 +155,11 @@ class PlanChunks(beam.PTransform[beam.PCollection[Pending], PlanOutputs]):
         by_id = ({"input": pending | "InputById" >> beam.Map(lambda p: (p.id, p)),
                   "stored": self._catalog | "StoredById" >> beam.Map(lambda s: (s.id, s))}
                  | "JoinById" >> beam.CoGroupByKey())
-        kept = beam.pvalue.AsSingleton(
+        kept = beam.pvalue.AsList(
             (self._kept, by_id | "DuplicatedIds" >> beam.FlatMap(_duplicated))
-            | "AllKept" >> beam.Flatten()
-            | "FoldKept" >> beam.CombineGlobally(KeptFold()))
+            | "AllKept" >> beam.Flatten())
         joined = (by_id
-                  | "Classify" >> beam.FlatMap(
-                      lambda kv, rebuild, kept: classify(
-                          kv[0], kv[1]["input"], kv[1]["stored"], rebuild, kept),
-                      self._rebuild, kept)
+                  | "Classify" >> beam.ParDo(_Classify(self._rebuild), kept)
                   .with_outputs(_STORED_ONLY, main="writes"))
         stored_only = joined[_STORED_ONLY]
         cleanup = "full" if self._rebuild else self._cleanup
@@ -154,6 +173,5 @@ class PlanChunks(beam.PTransform[beam.PCollection[Pending], PlanOutputs]):
                       "stored_only": stored_only}
                      | "JoinByDocument" >> beam.CoGroupByKey()
                      | "StaleOfInputDocs" >> beam.FlatMapTuple(stale_of_present_documents))
-        deletes = stale | "UnlessKept" >> beam.FlatMapTuple(
-            unless_kept, kept).with_output_types(str)
+        deletes = stale | "UnlessKept" >> beam.ParDo(_UnlessKept(), kept).with_output_types(str)
         return PlanOutputs(joined.writes, deletes)
