@@ -97,9 +97,9 @@ def document_id(root: str | Path, path: str | Path) -> str:
 
 
 def chunks_of(root: str | Path, path: str | Path, max_chars: int, overlap: int = 0,
-              follow_symlinks: bool = False) -> list[DocumentChunk]:
-    """The chunks of one document (see `document_id`) that hold a word."""
-    doc_id = document_id(root, path)
+              follow_symlinks: bool = False, doc_id: str | None = None) -> list[DocumentChunk]:
+    """The chunks of one document (`doc_id`, by default its `document_id`) that hold a word."""
+    doc_id = doc_id if doc_id is not None else document_id(root, path)
     text = read_document(root, path, follow_symlinks)
     chunks = [c for c in chunk_text(text, max_chars, overlap) if _WORD.search(c.text)]
     return [DocumentChunk(doc_id, index, c.text, c.heading) for index, c in enumerate(chunks)]

@@ -107,13 +107,16 @@ def unless_kept(doc: str, chunk_id: str, kept: KeptSet = NOTHING_KEPT) -> Iterat
         yield chunk_id
 
 
+_NONE: list[Kept] = []
+
+
 class _Classify(beam.DoFn):
     """`classify`, seeing the kept markers as one KeptSet."""
 
     def __init__(self, rebuild: bool) -> None:
         self._rebuild, self._kept = rebuild, FoldedOnce()
 
-    def process(self, joined: tuple[str, dict[str, list[Any]]], markers: list[Kept]
+    def process(self, joined: tuple[str, dict[str, list[Any]]], markers: list[Kept] = _NONE
                 ) -> Iterator[Planned | pvalue.TaggedOutput]:
         chunk_id, sides = joined
         yield from classify(chunk_id, sides["input"], sides["stored"], self._rebuild,
@@ -139,7 +142,9 @@ class PlanChunks(beam.PTransform[beam.PCollection[Pending], PlanOutputs]):
     """Pending input chunks + the store's catalog -> the chunks to write and the ids to delete
     (see `classify` and `CLEANUP_MODES`; `rebuild` rewrites every input chunk and cleans up as
     `full`). `kept` is what failed reads could have held: never deleted. `documents` are the
-    documents read whole (default: those of the pending chunks).
+    documents read whole (default: those of the pending chunks); given, the input's ids are
+    unique by construction (a document's path and a chunk's place in it), so no id is looked
+    for twice and the plan needs no pass over every id before its first write.
 
     >>> plan = pending | PlanChunks(catalog, "incremental", kept)  # doctest: +SKIP
     """
@@ -155,12 +160,15 @@ class PlanChunks(beam.PTransform[beam.PCollection[Pending], PlanOutputs]):
         by_id = ({"input": pending | "InputById" >> beam.Map(lambda p: (p.id, p)),
                   "stored": self._catalog | "StoredById" >> beam.Map(lambda s: (s.id, s))}
                  | "JoinById" >> beam.CoGroupByKey())
-        kept = beam.pvalue.AsList(
-            (self._kept, by_id | "DuplicatedIds" >> beam.FlatMap(_duplicated))
-            | "AllKept" >> beam.Flatten())
-        joined = (by_id
-                  | "Classify" >> beam.ParDo(_Classify(self._rebuild), kept)
-                  .with_outputs(_STORED_ONLY, main="writes"))
+        if self._documents is None:
+            kept = beam.pvalue.AsList(
+                (self._kept, by_id | "DuplicatedIds" >> beam.FlatMap(_duplicated))
+                | "AllKept" >> beam.Flatten())
+            classified = beam.ParDo(_Classify(self._rebuild), kept)
+        else:
+            kept = beam.pvalue.AsList(self._kept)
+            classified = beam.ParDo(_Classify(self._rebuild))
+        joined = by_id | "Classify" >> classified.with_outputs(_STORED_ONLY, main="writes")
         stored_only = joined[_STORED_ONLY]
         cleanup = "full" if self._rebuild else self._cleanup
         if cleanup == "none":

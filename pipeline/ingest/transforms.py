@@ -115,14 +115,16 @@ class ChunkDocuments(beam.DoFn):
         self._max_chars, self._overlap = max_chars, overlap
 
     def process(self, path: str) -> Iterator[DocumentChunk | pvalue.TaggedOutput]:
+        doc = document_id(self._root, path)
         try:
-            chunks = chunks_of(self._root, path, self._max_chars, self._overlap, self._follow)
+            chunks = chunks_of(self._root, path, self._max_chars, self._overlap, self._follow,
+                               doc)
         except DocumentError as error:
             yield _failed(path, str(error))
-            yield pvalue.TaggedOutput(KEPT, Kept(doc=document_id(self._root, path)))
+            yield pvalue.TaggedOutput(KEPT, Kept(doc=doc))
             return
         yield from chunks
-        yield pvalue.TaggedOutput(READ, document_id(self._root, path))
+        yield pvalue.TaggedOutput(READ, doc)
 
 
 class EmbedChunks(beam.DoFn):
