@@ -80,7 +80,7 @@ def ensure_index(client: Elasticsearch, config: ElasticsearchConfig, dimension: 
                                      int(existing.get("dims", 0)))
     recorded = recorded_embedder(mappings)
     changes: dict[str, Any] = {}
-    if recorded is not None and recorded != embedder:
+    if recorded is not None and not recorded.same_as(embedder):
         if not rebuild:
             raise EmbedderChangedError(f"index {config.index!r}",
                                        EmbedderChangedError.described(recorded),

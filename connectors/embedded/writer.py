@@ -118,7 +118,7 @@ class EmbeddedStoreTarget:
     def _check_fits(self, manifest: Manifest, dimension: int,
                     embedder: EmbedderInfo | None) -> None:
         where = f"the embedded store {str(self._path)!r}"
-        if manifest.embedder != embedder:
+        if not (manifest.embedder.same_as(embedder) if manifest.embedder else embedder is None):
             raise EmbedderChangedError(where, EmbedderChangedError.described(manifest.embedder),
                                        EmbedderChangedError.described(embedder))
         if manifest.dimension != dimension:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from connectors.embedder_port import EmbedderInfo, Purpose
+from connectors.embedders.model_fingerprint import model_fingerprint
 from connectors.embedders.model_location import locate_model
 from connectors.errors import ConfigError, InvalidInputError
 
@@ -22,10 +23,11 @@ _log = logging.getLogger(__name__)
 
 
 def model_info(model: str, dimension: int, query_prefix: str = "", document_prefix: str = "",
-               normalize: bool = True) -> EmbedderInfo:
-    """What a store records of model `model` with these prefixes."""
+               normalize: bool = True, directory: Path | None = None) -> EmbedderInfo:
+    """What a store records of model `model` (found in `directory`, by default where
+    `locate_model` finds it) with these prefixes: its name, and its files' fingerprint."""
     return EmbedderInfo(KIND, Path(model).name, dimension, query_prefix, document_prefix,
-                        normalize)
+                        normalize, model_fingerprint(directory or locate_model(model)))
 
 
 def model_dimension(model: str, environ: Mapping[str, str] | None = None) -> int | None:
@@ -73,7 +75,8 @@ class SentenceTransformerEmbedder:
             raise ConfigError("embedder.dim", expected_dimension,
                               f"the model {model!r} makes vectors of {dimension} dimensions; "
                               "remove embedder.dim or set it to that")
-        self._info = model_info(model, dimension, query_prefix, document_prefix, normalize)
+        self._info = model_info(model, dimension, query_prefix, document_prefix, normalize,
+                                directory)
         self._batch_size = batch_size
 
     @property

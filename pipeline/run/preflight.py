@@ -66,7 +66,7 @@ def preflight(port_factory: PortFactory, embedder_factory: EmbedderFactory | Non
 def embedder_problem(configured: EmbedderInfo, dimension: int, recorded: EmbedderInfo | None,
                      store: str = "the store") -> RagEvidenceError | None:
     """Why `configured` cannot embed queries for a store of `dimension` built by `recorded`."""
-    if recorded is not None and recorded != configured:
+    if recorded is not None and not recorded.same_as(configured):
         return EmbedderMismatchError(store, recorded.describe(), configured.describe())
     if configured.dimension != dimension:
         return DimensionMismatchError("embedder.dim", configured.dimension, dimension)
