@@ -153,3 +153,16 @@ class EmbedderChangedError(RagEvidenceError):
         carried) are, in words."""
         describe = getattr(embedder, "describe", None)
         return f"chunks embedded with {describe()}" if describe else "vectors from a chunk file"
+
+
+class RebuildIncompleteError(RagEvidenceError):
+    """A `--rebuild` whose input did not all read, embed and write: committed, it would drop
+    the stored chunks that failed."""
+
+    def __init__(self, failed: int) -> None:
+        self.failed = failed
+        super().__init__(
+            f"--rebuild: {failed} chunks failed (see the log, or --failures), and a rebuild is "
+            "committed only whole: the embedded store keeps its current version (Elasticsearch, "
+            "which has no transactions, keeps what was written); fix the input and rebuild "
+            "again")

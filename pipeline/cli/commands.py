@@ -11,7 +11,7 @@ from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
 from pipeline.ingest.job import IndexSummary, run_index
 from pipeline.io.json_file import write_json_file
-from pipeline.io.local_paths import check_distinct, check_output_file
+from pipeline.io.local_paths import check_distinct, check_output_file, check_outside
 from pipeline.io.run_io import RunIO
 from pipeline.run.explain import explain, query_of
 from pipeline.run.job import run
@@ -28,6 +28,7 @@ def index_command(args: argparse.Namespace, beam_args: Sequence[str],
         check_output_file("--summary", args.summary)
     check_distinct({"--config": args.config, "--chunks": args.chunks,
                     "--failures": args.failures, "--summary": args.summary})
+    check_outside("--docs", args.docs, {"--failures": args.failures, "--summary": args.summary})
     summary = run_index(settings, chunks=args.chunks, docs=args.docs,
                         failures_path=args.failures, beam_args=beam_args,
                         follow_symlinks=args.follow_symlinks, cleanup=args.cleanup,

@@ -43,19 +43,25 @@ def document_paths(root: str | Path) -> list[Path]:
     folders are not entered through links.
 
     Raises:
-        InvalidInputError: `root` is not a directory, or holds no such entry.
+        InvalidInputError: `root` is not a directory, holds no such entry, or holds a folder
+            that cannot be listed (its documents would count as deleted).
     """
     base = Path(root)
     if not base.is_dir():
         raise InvalidInputError("--docs", str(root), "is not a directory")
     paths = []
-    for folder, folders, files in os.walk(base, followlinks=False):
+    for folder, folders, files in os.walk(base, onerror=_unlisted, followlinks=False):
         paths += [Path(folder) / name for name in [*files, *folders]
                   if Path(name).suffix.lower() in DOC_SUFFIXES]
     if not paths:
         wanted = ", ".join(DOC_SUFFIXES)
         raise InvalidInputError("--docs", str(root), f"holds no document to index ({wanted})")
     return sorted(paths)
+
+
+def _unlisted(error: OSError) -> None:
+    raise InvalidInputError("--docs", str(error.filename), f"cannot be listed ({error.strerror}"
+                            "): its documents would count as deleted") from None
 
 
 def read_document(root: str | Path, path: str | Path, follow_symlinks: bool = False) -> str:

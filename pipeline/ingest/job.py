@@ -15,7 +15,7 @@ from apache_beam.transforms.error_handling import CollectingErrorHandler, ErrorH
 
 from connectors.chunk_writer_port import ChunkTarget
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo
-from connectors.errors import InvalidInputError
+from connectors.errors import InvalidInputError, RebuildIncompleteError
 from pipeline.config.backends import (
     chunk_target_for,
     embedder_factory_for,
@@ -127,6 +127,8 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
 
     Raises:
         EmbedderChangedError: the store holds chunks of another embedder, without `rebuild`.
+        RebuildIncompleteError: with `rebuild`, some chunks failed (nothing is committed).
+        InvalidInputError: two input lines share an id (nothing is written).
     """
     started = time.monotonic()
     options = pipeline_options(beam_args)
@@ -180,6 +182,8 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
         totals = counters.totals(result)
         if totals.get(counters.DUPLICATE_IDS):  # the plan wrote and deleted nothing
             raise InvalidInputError("id", _duplicated_id(chunks), "appears twice")
+        if rebuild and totals.get(counters.CHUNK_INDEX_FAILURES):
+            raise RebuildIncompleteError(totals[counters.CHUNK_INDEX_FAILURES])
         note = target.commit()
     except InvalidInputError as error:
         target.abort()

@@ -9,6 +9,7 @@ import os
 import stat
 from pathlib import Path
 
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from connectors.errors import InvalidInputError
@@ -54,11 +55,16 @@ def check_input_file(flag: str, path: str, *, text: bool = True) -> None:
 
 
 def check_output_file(flag: str, path: str) -> None:
-    """`path` can be written: not a folder, in a folder that exists and is writable.
+    """`path` can be written: not named as a compressed file (a reader would take it for one),
+    not a folder, in a folder that exists and is writable.
 
     Raises:
         InvalidInputError: naming `flag`, the path and what is wrong.
     """
+    if CompressionTypes.detect_compression_type(path) != CompressionTypes.UNCOMPRESSED:
+        raise InvalidInputError(flag, path, "is named as a compressed file, but what rag-evidence "
+                                "writes is never compressed; name it .jsonl or .parquet (and "
+                                "compress it afterwards if you must)")
     if not is_local(path):
         return
     target = Path(path)
@@ -89,3 +95,20 @@ def check_distinct(paths: dict[str, str | None]) -> None:
             raise InvalidInputError(flag, path, f"is the same file as {seen[real]}; each must "
                                     "be a file of its own")
         seen[real] = flag
+
+
+def check_outside(folder_flag: str, folder: str | None, outputs: dict[str, str | None]) -> None:
+    """No output is inside the input folder `folder` (a `--failures` or `--summary` written
+    into `--docs` would be read as a document by the next job), links resolved.
+
+    Raises:
+        InvalidInputError: naming the output's flag and path, and the folder's flag.
+    """
+    if folder is None:
+        return
+    root = Path(os.path.realpath(folder))
+    for flag, path in outputs.items():
+        if path is not None and is_local(path) and Path(os.path.realpath(path)
+                                                        ).is_relative_to(root):
+            raise InvalidInputError(flag, path, f"is inside {folder_flag} {folder!r}: the "
+                                    "next index would read it as input; write it elsewhere")

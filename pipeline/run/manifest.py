@@ -43,8 +43,9 @@ def write_manifests(paths: list[str], document: dict[str, Any]) -> None:
 
 def check_finished_run(flag: str, location: str) -> None:
     """Refuses a `--previous` that is not what a finished run left: the file must match the
-    manifest beside it (as that run's snapshot, or as the results of a run without
-    `--previous`). An empty file is the first night: every query is then new.
+    manifest beside it, or beside the file it links to (as that run's snapshot, or as the
+    results of a run without `--previous`). An empty file is the first night: every query is
+    then new.
 
     Raises:
         InvalidInputError: naming `flag`, the file and what is wrong, in one line.
@@ -52,6 +53,8 @@ def check_finished_run(flag: str, location: str) -> None:
     if not is_local(location) or os.path.getsize(location) == 0:
         return
     path = f"{location}{MANIFEST_SUFFIX}"
+    if not os.path.lexists(path):  # a link to a snapshot (`latest.jsonl`): beside its target
+        path = f"{os.path.realpath(location)}{MANIFEST_SUFFIX}"
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -133,6 +133,13 @@ def test_the_changed_only_output_of_a_chained_run_is_refused_as_previous(
     assert "pass that run's --snapshot" in capsys.readouterr().err
 
 
+def test_a_link_to_a_finished_snapshot_is_taken(store_config: Path, tmp_path: Path) -> None:
+    previous = _finished_night(store_config, tmp_path)
+    latest = tmp_path / "latest.jsonl"
+    latest.symlink_to(previous)
+    assert main(_night(store_config, tmp_path / "night2", [0], "--previous", str(latest))) == 0
+
+
 def test_an_empty_previous_is_the_first_night(store_config: Path, tmp_path: Path) -> None:
     empty = tmp_path / "none.jsonl"
     empty.write_text("")
@@ -174,3 +181,16 @@ def test_a_score_that_moved_by_exactly_the_tolerance_as_written_is_unchanged() -
     assert all(same_score(a, b) for a, b in moved)
     assert not any(same_score(a, b) for a, b in [(0.123456, 0.1234571), (0.5, 0.5000011),
                                                  (float("nan"), 0.5), (float("inf"), 1.0)])
+
+
+@pytest.mark.parametrize("flag", ["--out", "--snapshot", "--dead-letter", "--summary"])
+def test_an_output_named_as_compressed_is_refused(
+        store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        flag: str) -> None:
+    previous = _finished_night(store_config, tmp_path)
+    night = tmp_path / "night2"
+    argv = _night(store_config, night, [0], "--previous", str(previous), "--snapshot",
+                  str(night / "all.jsonl"))
+    capsys.readouterr()
+    assert main([*argv, flag, str(night / "x.jsonl.gz")]) == 2
+    assert "is named as a compressed file" in capsys.readouterr().err

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 
+from connectors.errors import RebuildIncompleteError
+from pipeline.cli.main import main
 from pipeline.ingest.job import run_index
 from tests.builders import chunk_records, unit_vectors
 from tests.index_backends import Backend, backend, write_docs
@@ -87,3 +91,52 @@ def test_an_emptied_document_loses_its_chunks_under_the_default_cleanup(
     summary = run_index(backend.settings(), docs=str(docs))
     assert (summary.deleted, summary.failed, summary.kept_after_failure) == (2, 0, 0)
     assert sorted(backend.snapshot()) == ["b.md#chunk-0", "c.md#chunk-0"]
+
+
+@pytest.mark.parametrize("flag", ["--failures", "--summary"])
+def test_an_output_inside_the_documents_folder_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str) -> None:
+    docs = write_docs(tmp_path / "docs", DOCS)
+    code = main(["index", "--set", f"search.embedded.path={tmp_path / 'store'}",
+                 "--docs", str(docs), flag, str(docs / "night.md")])
+    assert code == 2 and f"is inside --docs {str(docs)!r}" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
+
+
+def test_a_folder_that_cannot_be_listed_stops_the_index_before_anything_is_deleted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    docs = write_docs(tmp_path / "docs", DOCS)
+    (docs / "sub").mkdir()
+    (docs / "sub" / "d.md").write_text("Delta lives in a folder of its own, listed once.")
+    store = ["--set", f"search.embedded.path={tmp_path / 'store'}"]
+    assert main(["index", *store, "--docs", str(docs)]) == 0
+    listing = os.scandir
+
+    def denied(path: object = ".") -> object:  # as a folder without read permission
+        if str(path).endswith("sub"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return listing(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", denied)
+    capsys.readouterr()
+    assert main(["index", *store, "--docs", str(docs), "--cleanup", "full"]) == 2
+    monkeypatch.undo()
+    assert "cannot be listed (Permission denied)" in capsys.readouterr().err
+    assert main(["index", *store, "--docs", str(docs)]) == 0
+    assert "0 deleted" in capsys.readouterr().out
+
+
+def test_a_rebuild_whose_input_did_not_read_whole_commits_nothing(tmp_path: Path) -> None:
+    backend = Backend([f"search.embedded.path={tmp_path / 'store'}"])
+    lines = _chunk_lines(unit_vectors(60, dim=32))
+    whole = tmp_path / "chunks.jsonl"
+    whole.write_text("\n".join(lines) + "\n")
+    run_index(backend.settings(), chunks=str(whole))
+    before = backend.snapshot()
+    packed = gzip.compress(("\n".join(lines) + "\n").encode())
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(packed[: len(packed) // 2])
+    with pytest.raises(RebuildIncompleteError, match="committed only whole"):
+        run_index(backend.settings(), chunks=str(cut), rebuild=True)
+    assert backend.snapshot() == before
