@@ -19,6 +19,7 @@ from connectors.embedded.layout import (
     RECORDS_FILE,
     VECTORS_FILE,
     Manifest,
+    mapped_array,
 )
 from connectors.embedded.lexical import build_lexical_index
 from connectors.embedded.parts import StagedParts
@@ -40,7 +41,7 @@ class BaseVersion:
 
     @classmethod
     def open(cls, folder: Path) -> BaseVersion:
-        return cls(np.load(folder / VECTORS_FILE, mmap_mode="r"),
+        return cls(mapped_array(folder / VECTORS_FILE),
                    RecordFile.open(folder / RECORDS_FILE, folder / OFFSETS_FILE),
                    ChunkTable.of_version(folder))
 

@@ -20,8 +20,9 @@ import pyarrow as pa
 
 from connectors.chunk_identity import Identity, resolve_identity
 from connectors.chunk_writer_port import StoredChunk
-from connectors.embedded.layout import CHUNKS_FILE, OFFSETS_FILE, RECORDS_FILE
+from connectors.embedded.layout import CHUNKS_FILE, OFFSETS_FILE, RECORDS_FILE, damaged
 from connectors.embedded.records_file import RecordFile
+from connectors.errors import StoreNotFoundError
 
 _SCHEMA = pa.schema([("id", pa.string()), ("doc_id", pa.string()),
                      ("chunk_index", pa.int64()), ("source", pa.string()),
@@ -115,8 +116,12 @@ class ChunkColumns:
 
     @classmethod
     def open(cls, path: Path) -> ChunkColumns:
-        with pa.memory_map(str(path), "r") as source:
-            return cls(pa.ipc.open_file(source).read_all())
+        """Raises StoreNotFoundError naming the file when it is no Arrow file (damaged)."""
+        try:
+            with pa.memory_map(str(path), "r") as source:
+                return cls(pa.ipc.open_file(source).read_all())
+        except (pa.ArrowInvalid, OSError) as error:
+            raise StoreNotFoundError(damaged(path, error)) from None
 
     @classmethod
     def of_version(cls, folder: Path) -> ChunkColumns | None:

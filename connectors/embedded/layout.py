@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import StoreNotFoundError
 
@@ -56,6 +58,24 @@ class Manifest:
                        bool(data.get("lexical", False)), _index_kind(data.get("index")))
         except (ValueError, KeyError, TypeError) as error:
             raise StoreNotFoundError(f"{where}: {MANIFEST_FILE} is unreadable ({error})") from None
+
+
+def mapped_array(path: Path) -> np.ndarray:
+    """A store's `.npy` file, memory-mapped.
+
+    Raises:
+        StoreNotFoundError: naming the file, when it is missing, cut or no array file.
+    """
+    try:
+        return np.load(path, mmap_mode="r")
+    except (OSError, ValueError) as error:
+        raise StoreNotFoundError(damaged(path, error)) from None
+
+
+def damaged(path: Path, error: BaseException) -> str:
+    """What to say of a store file that does not read as what it should be."""
+    return (f"the embedded store's file {str(path)!r} is damaged ({error}); restore the store "
+            "from a copy, or build it again with `rag-evidence index --rebuild`")
 
 
 def _index_kind(value: object) -> IndexKind:

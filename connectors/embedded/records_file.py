@@ -16,6 +16,8 @@ from typing import Any, BinaryIO, Protocol
 import numpy as np
 import orjson
 
+from connectors.embedded.layout import mapped_array
+
 
 class Records(Protocol):
     """What the store reads records through: a `RecordFile`, or records held in memory."""
@@ -42,7 +44,7 @@ class RecordFile:
     def open(cls, records_path: Path, offsets_path: Path) -> RecordFile:
         """Maps the records; a store written before offsets existed has them computed here."""
         if offsets_path.is_file():
-            return cls(records_path, np.load(offsets_path, mmap_mode="r"))
+            return cls(records_path, mapped_array(offsets_path))
         with open(records_path, "rb") as handle:
             return cls(records_path, line_offsets(handle))
 

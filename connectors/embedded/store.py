@@ -15,23 +15,20 @@ from pathlib import Path
 
 import numpy as np
 
-from connectors.embedded.chunk_table import ChunkColumns, RecordIdentities, RowIdentities
+from connectors.embedded.chunk_table import RecordIdentities, RowIdentities
 from connectors.embedded.hnsw_audit import AuditedGraph
 from connectors.embedded.layout import (
-    CHUNKS_FILE,
     HNSW_FILE,
     LEXICAL_DIR,
-    OFFSETS_FILE,
-    RECORDS_FILE,
-    VECTORS_FILE,
     IndexKind,
     Manifest,
 )
 from connectors.embedded.lexical import LexicalIndex
 from connectors.embedded.metadata_filter import FilterIndex
-from connectors.embedded.records_file import RecordFile, Records
+from connectors.embedded.records_file import Records
 from connectors.embedded.row_search import RowOutcome, RowSearch
 from connectors.embedded.vector_search import DEFAULT_HNSW, HnswGraph, HnswParams
+from connectors.embedded.version_parts import disagree, opened_parts
 from connectors.embedded.versions import VersionLease
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import ConfigError, KnowledgeSearchError, StoreNotFoundError
@@ -104,18 +101,12 @@ class EmbeddedStore:
             raise ConfigError("search.embedded.index", index,
                               f"the store at {str(path)!r} was built with index "
                               f"{manifest.index!r}; set that, or rebuild it with `index`")
-        vectors = np.load(root / VECTORS_FILE, mmap_mode="r")
-        records = RecordFile.open(root / RECORDS_FILE, root / OFFSETS_FILE)
-        _check_parts(root, manifest, vectors, records)
-        identities = ChunkColumns.of_version(root)
-        if identities is not None and len(identities) != manifest.count:
-            raise _disagree(root, f"{CHUNKS_FILE} holds {len(identities)} rows, the "
-                                  f"manifest says {manifest.count}")
+        vectors, records, identities = opened_parts(root, manifest)
         lexical = LexicalIndex(root / LEXICAL_DIR if manifest.lexical else None, len(records))
         graph = None
         if manifest.index == "hnsw":
             if not (root / HNSW_FILE).is_file():
-                raise _disagree(root, f"the manifest names an HNSW index but {HNSW_FILE} "
+                raise disagree(root, f"the manifest names an HNSW index but {HNSW_FILE} "
                                       "is missing")
             graph = AuditedGraph(HnswGraph.load(root / HNSW_FILE, hnsw.first_ef), vectors,
                                  hnsw, on_event)
@@ -198,21 +189,3 @@ class EmbeddedStore:
         # than the search
         return SearchHit.model_construct(id=record["id"], score=score,
                                          content=record["content"], metadata=record["metadata"])
-
-
-def _check_parts(root: Path, manifest: Manifest, vectors: np.ndarray,
-                 records: RecordFile) -> None:
-    found = (vectors.shape[0] if vectors.ndim == 2 else -1, len(records),
-             vectors.shape[1] if vectors.ndim == 2 else -1)
-    if found != (manifest.count, manifest.count, manifest.dimension):
-        raise _disagree(root, f"manifest says {manifest.count} rows of {manifest.dimension} "
-                              f"dims, {VECTORS_FILE} holds {found[0]} rows of {found[2]} dims, "
-                              f"{RECORDS_FILE} {found[1]} records")
-    problem = records.problem()
-    if problem is not None:
-        raise _disagree(root, f"{RECORDS_FILE}: {problem}")
-
-
-def _disagree(root: Path, what: str) -> StoreNotFoundError:
-    return StoreNotFoundError(f"search.embedded.path={str(root)!r}: the store's files disagree: "
-                              f"{what}; rebuild it with `rag-evidence index`")

@@ -14,9 +14,15 @@ from connectors.embedded.chunk_table import ChunkTable
 from connectors.embedded.layout import MANIFEST_FILE, IndexKind, Manifest
 from connectors.embedded.parts import EmbeddedPartWriter, StagedParts
 from connectors.embedded.vector_search import DEFAULT_HNSW, HnswParams
+from connectors.embedded.version_parts import opened_parts
 from connectors.embedded.versions import collect, current_version, publish
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import DimensionMismatchError, EmbedderChangedError, InvalidInputError
+from connectors.errors import (
+    DimensionMismatchError,
+    EmbedderChangedError,
+    InvalidInputError,
+    StoreNotFoundError,
+)
 from connectors.ownership import lock_of, owned_suffix, release, remove_stale, take
 
 _STAGING, _BUILDING = ".staging-", ".new-"
@@ -60,7 +66,9 @@ class EmbeddedStoreTarget:
             base = current_version(self._path)
             self._base = base if (base / MANIFEST_FILE).is_file() else None
             if self._base is not None and not rebuild:
-                self._check_fits(Manifest.read(self._base), dimension, embedder)
+                manifest = Manifest.read(self._base)
+                self._check_fits(manifest, dimension, embedder)
+                opened_parts(self._base, manifest)  # a damaged version stops here, in one line
             self._staging.mkdir(parents=True)
         except BaseException:
             release(self._lock)
@@ -69,9 +77,17 @@ class EmbeddedStoreTarget:
         return self._base is None
 
     def catalog(self) -> Iterator[StoredChunk]:
-        """The chunks of the version `prepare` found (none for a new store)."""
-        if self._base is not None:
-            yield from ChunkTable.of_version(self._base).stored()
+        """The chunks of the version `prepare` found (none for a new store; none for a
+        rebuild of a damaged one, whose new version holds only the input)."""
+        if self._base is None:
+            return
+        try:
+            table = ChunkTable.of_version(self._base)
+        except StoreNotFoundError:
+            if self._rebuild:
+                return
+            raise
+        yield from table.stored()
 
     def open_writer(self) -> EmbeddedPartWriter:
         return EmbeddedPartWriter(self._staging, self._dimension, self._embedder)
