@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 
 from pipeline.cli.log_setup import configure_logging, with_worker_log_level
@@ -77,11 +78,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+CRASHED = 3
+"""The exit code of a job that raised what no check foresaw: 1 and 2 keep their meanings (done
+with failures; refused before starting)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args, beam_args = _parser().parse_known_args(argv)
     configure_logging(args.verbose)
     # Imported once logging is set up: importing Beam logs warnings that the setup filters.
-    from connectors.errors import RagEvidenceError
+    from connectors.errors import RagEvidenceError, redact
     from pipeline.cli.commands import explain_command, index_command, run_command
     from pipeline.cli.demo import demo_command
     from pipeline.eval.command import corpus_command, eval_command
@@ -105,6 +111,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RagEvidenceError as error:
         print(f"rag-evidence: error: {error}", file=sys.stderr)
         return 2
+    except Exception as error:  # a bug, or the machine (a full disk): never exit 0, 1 or 2
+        traceback.print_exc()
+        print(f"rag-evidence: crashed: {type(error).__name__}: {redact(str(error))[:500]} (the "
+              "traceback is above); the job did not finish: no manifest was written and the "
+              "embedded store keeps its version", file=sys.stderr)
+        return CRASHED
 
 
 if __name__ == "__main__":

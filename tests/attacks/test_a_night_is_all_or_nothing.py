@@ -194,3 +194,18 @@ def test_an_output_named_as_compressed_is_refused(
     capsys.readouterr()
     assert main([*argv, flag, str(night / "x.jsonl.gz")]) == 2
     assert "is named as a compressed file" in capsys.readouterr().err
+
+
+def test_a_crash_exits_3_never_a_code_a_scheduler_reads_as_done_or_refused(
+        store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def full_disk(*_: object, **__: object) -> None:  # as the disk filling during the merge
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("pipeline.io.single_file_sink._merge_parts", full_disk)
+    night = tmp_path / "night1"
+    capsys.readouterr()
+    assert main(_night(store_config, night, [0, 1])) == 3
+    err = capsys.readouterr().err
+    assert "rag-evidence: crashed: " in err and "No space left on device" in err
+    assert not Path(f"{night / 'changed.jsonl'}.manifest.json").exists()
