@@ -59,6 +59,14 @@ def _finished_night(config: Path, root: Path) -> Path:
     return night / "changed.jsonl"
 
 
+def _chained_night(config: Path, root: Path) -> tuple[Path, list[str]]:
+    """A finished first night, and the argv of the second: against it, with a snapshot."""
+    previous = _finished_night(config, root)
+    night = root / "night2"
+    return previous, _night(config, night, [0], "--previous", str(previous), "--snapshot",
+                            str(night / "all.jsonl"))
+
+
 def test_a_run_killed_at_any_rename_leaves_no_snapshot_the_next_night_takes(
         store_config: Path, tmp_path: Path) -> None:
     previous = _finished_night(store_config, tmp_path)
@@ -153,10 +161,8 @@ def test_an_empty_previous_is_the_first_night(store_config: Path, tmp_path: Path
 def test_a_summary_over_another_file_of_the_run_is_refused(
         store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         flag: str) -> None:
-    previous = _finished_night(store_config, tmp_path)
+    previous, argv = _chained_night(store_config, tmp_path)
     night = tmp_path / "night2"
-    argv = _night(store_config, night, [0], "--previous", str(previous),
-                  "--snapshot", str(night / "all.jsonl"))
     target = {"--previous": str(previous), "--snapshot": str(night / "all.jsonl"),
               "--config": str(store_config), "--queries": str(night / "q.jsonl")}[flag]
     link = tmp_path / "link.json"
@@ -187,12 +193,9 @@ def test_a_score_that_moved_by_exactly_the_tolerance_as_written_is_unchanged() -
 def test_an_output_named_as_compressed_is_refused(
         store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         flag: str) -> None:
-    previous = _finished_night(store_config, tmp_path)
-    night = tmp_path / "night2"
-    argv = _night(store_config, night, [0], "--previous", str(previous), "--snapshot",
-                  str(night / "all.jsonl"))
+    _, argv = _chained_night(store_config, tmp_path)
     capsys.readouterr()
-    assert main([*argv, flag, str(night / "x.jsonl.gz")]) == 2
+    assert main([*argv, flag, str(tmp_path / "night2" / "x.jsonl.gz")]) == 2
     assert "is named as a compressed file" in capsys.readouterr().err
 
 

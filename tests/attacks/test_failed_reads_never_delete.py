@@ -30,12 +30,24 @@ def _chunk_lines(vectors: np.ndarray) -> list[str]:
     return [r.model_dump_json() for r in chunk_records(vectors, chunks_per_doc=2)]
 
 
-def test_a_chunk_line_that_fails_keeps_its_stored_chunk(backend: Backend, tmp_path: Path
-                                                        ) -> None:
-    lines = _chunk_lines(unit_vectors(6, dim=32))
+def _indexed(backend: Backend, tmp_path: Path, count: int) -> tuple[list[str], Path]:
+    """The lines of `count` chunks (two a document), written to a file and indexed."""
+    lines = _chunk_lines(unit_vectors(count, dim=32))
     chunks = tmp_path / "chunks.jsonl"
     chunks.write_text("\n".join(lines) + "\n")
     run_index(backend.settings(), chunks=str(chunks))
+    return lines, chunks
+
+
+def _cut_gzip(lines: list[str], path: Path, fraction: float) -> Path:
+    packed = gzip.compress(("\n".join(lines) + "\n").encode())
+    path.write_bytes(packed[: int(len(packed) * fraction)])
+    return path
+
+
+def test_a_chunk_line_that_fails_keeps_its_stored_chunk(backend: Backend, tmp_path: Path
+                                                        ) -> None:
+    lines, chunks = _indexed(backend, tmp_path, 6)
     before = backend.snapshot()
     broken = json.loads(lines[1])  # doc0#chunk-1: its document is in the input
     broken["vector"][3] = None
@@ -47,10 +59,7 @@ def test_a_chunk_line_that_fails_keeps_its_stored_chunk(backend: Backend, tmp_pa
 
 def test_a_line_without_a_readable_id_keeps_every_stale_chunk(backend: Backend,
                                                               tmp_path: Path) -> None:
-    lines = _chunk_lines(unit_vectors(6, dim=32))
-    chunks = tmp_path / "chunks.jsonl"
-    chunks.write_text("\n".join(lines) + "\n")
-    run_index(backend.settings(), chunks=str(chunks))
+    lines, chunks = _indexed(backend, tmp_path, 6)
     chunks.write_text("\n".join([*lines[:2], "{not json", *lines[4:]]) + "\n")
     summary = run_index(backend.settings(), chunks=str(chunks), cleanup="full")
     assert (summary.failed, summary.deleted, summary.kept_after_failure) == (1, 0, 2)
@@ -59,13 +68,8 @@ def test_a_line_without_a_readable_id_keeps_every_stale_chunk(backend: Backend,
 
 def test_a_truncated_gzip_deletes_nothing_it_could_have_held(backend: Backend,
                                                              tmp_path: Path) -> None:
-    lines = _chunk_lines(unit_vectors(60, dim=32))
-    whole = tmp_path / "chunks.jsonl"
-    whole.write_text("\n".join(lines) + "\n")
-    run_index(backend.settings(), chunks=str(whole))
-    packed = gzip.compress(("\n".join(lines) + "\n").encode())
-    cut = tmp_path / "cut.jsonl.gz"
-    cut.write_bytes(packed[: len(packed) * 2 // 3])
+    lines, _ = _indexed(backend, tmp_path, 60)
+    cut = _cut_gzip(lines, tmp_path / "cut.jsonl.gz", 2 / 3)
     summary = run_index(backend.settings(), chunks=str(cut), cleanup="full")
     assert summary.deleted == 0 and summary.failed >= 1
     assert summary.kept_after_failure == 60 - summary.unchanged
@@ -129,14 +133,9 @@ def test_a_folder_that_cannot_be_listed_stops_the_index_before_anything_is_delet
 
 def test_a_rebuild_whose_input_did_not_read_whole_commits_nothing(tmp_path: Path) -> None:
     backend = Backend([f"search.embedded.path={tmp_path / 'store'}"])
-    lines = _chunk_lines(unit_vectors(60, dim=32))
-    whole = tmp_path / "chunks.jsonl"
-    whole.write_text("\n".join(lines) + "\n")
-    run_index(backend.settings(), chunks=str(whole))
+    lines, _ = _indexed(backend, tmp_path, 60)
     before = backend.snapshot()
-    packed = gzip.compress(("\n".join(lines) + "\n").encode())
-    cut = tmp_path / "cut.jsonl.gz"
-    cut.write_bytes(packed[: len(packed) // 2])
+    cut = _cut_gzip(lines, tmp_path / "cut.jsonl.gz", 1 / 2)
     with pytest.raises(RebuildIncompleteError, match="committed only whole"):
         run_index(backend.settings(), chunks=str(cut), rebuild=True)
     assert backend.snapshot() == before
