@@ -17,13 +17,9 @@ from pipeline.config.heap import run_to_completion
 from pipeline.config.settings import Settings
 from pipeline.io.run_io import RunIO
 from pipeline.run.build import build_pipeline
-from pipeline.run.manifest import (
-    check_finished_run,
-    remove_manifests,
-    run_manifest,
-    write_manifests,
-)
+from pipeline.run.manifest import remove_manifests, run_manifest, write_manifests
 from pipeline.run.preflight import preflight
+from pipeline.run.previous_check import check_finished_run
 from pipeline.run.summary import RunSummary, summarize
 
 _log = logging.getLogger(__name__)

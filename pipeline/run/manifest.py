@@ -17,13 +17,13 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from connectors.embedded.layout import MANIFEST_FILE
 from connectors.embedded.versions import current_version
-from connectors.errors import InvalidInputError, redact
+from connectors.errors import redact
 from pipeline.config.beam_options import runner_name
 from pipeline.config.settings import Settings
 from pipeline.io.json_file import write_json_file
 from pipeline.io.line_blocks import read_numbered_lines
 from pipeline.io.local_paths import is_local
-from pipeline.io.run_io import MANIFEST_SUFFIX, RunIO
+from pipeline.io.run_io import RunIO
 from pipeline.run.summary import RunSummary
 
 
@@ -39,48 +39,6 @@ def write_manifests(paths: list[str], document: dict[str, Any]) -> None:
     the snapshot's last, once every file it describes is in place."""
     for path in paths:
         write_json_file(path, document, sort_keys=True)
-
-
-def check_finished_run(flag: str, location: str) -> None:
-    """Refuses a `--previous` that is not what a finished run left: the file must match the
-    manifest beside it, or beside the file it links to (as that run's snapshot, or as the
-    results of a run without `--previous`). An empty file is the first night: every query is
-    then new.
-
-    Raises:
-        InvalidInputError: naming `flag`, the file and what is wrong, in one line.
-    """
-    if not is_local(location) or os.path.getsize(location) == 0:
-        return
-    path = f"{location}{MANIFEST_SUFFIX}"
-    if not os.path.lexists(path):  # a link to a snapshot (`latest.jsonl`): beside its target
-        path = f"{os.path.realpath(location)}{MANIFEST_SUFFIX}"
-    try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidInputError(flag, location, f"is not the output of a finished run: no "
-                                f"manifest {path} beside it (a run killed before its end "
-                                "leaves none); pass the --snapshot of a run that finished, or "
-                                "an empty file to count every query as new") from None
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise InvalidInputError(flag, location, f"has a manifest {path} that cannot be read "
-                                f"({error})") from None
-    chained = isinstance(document, dict) and "previous" in document
-    described = _entry(document, "snapshot" if chained else "results")
-    stat = os.stat(location)
-    if described.get("bytes") == stat.st_size and described.get("sha256") == file_sha256(
-            location):
-        return
-    if chained and _entry(document, "results").get("bytes") == stat.st_size:
-        raise InvalidInputError(flag, location, "holds only the evidence that changed in its "
-                                "run; pass that run's --snapshot")
-    raise InvalidInputError(flag, location, f"does not match its manifest {path} (size or "
-                            "SHA-256 differ): it was changed, cut or replaced after its run")
-
-
-def _entry(document: object, name: str) -> dict[str, Any]:
-    entry = document.get(name) if isinstance(document, dict) else None
-    return entry if isinstance(entry, dict) else {}
 
 
 def run_manifest(settings: Settings, io: RunIO, summary: RunSummary, options: PipelineOptions,

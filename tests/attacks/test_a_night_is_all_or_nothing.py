@@ -81,26 +81,53 @@ def test_a_run_killed_at_any_rename_leaves_no_snapshot_the_next_night_takes(
         if done.returncode == 0:
             break
         assert done.returncode == 9, done.stderr.decode()[-2000:]
-        outcomes.append(snapshot.exists())
         code = main(_night(store_config, tmp_path / f"after-{at}", [0], "--previous",
                            str(snapshot)))
-        assert code == 2, f"a run killed at rename {at} left a snapshot taken as finished"
-    assert len(outcomes) >= 5 and outcomes[-1]  # killed after the snapshot was in place too
+        outcomes.append((snapshot.exists(), code))
+        assert code in (0, 2)
+        if code == 0:  # taken: then the night was delivered whole, as its manifest says
+            assert _delivered(night / "changed.jsonl"), f"killed at rename {at}"
+    assert len(outcomes) >= 5 and outcomes[-1][0]  # killed after the snapshot was in place too
+    assert [code for _, code in outcomes].count(0) <= 1  # only a kill before the last write
     assert main(_night(store_config, tmp_path / "next", [0], "--previous", str(snapshot))) == 0
 
 
-def test_a_snapshot_in_place_without_its_manifest_is_refused_in_one_line(
+def _delivered(out: Path) -> bool:
+    """Whether every file that the manifest of `out` names is in place, as it names it."""
+    manifest = Path(f"{out}.manifest.json")
+    if not manifest.exists():
+        return False
+    document = json.loads(manifest.read_text())
+    files = [document["results"], document["dead_letters"], document["snapshot"]]
+    return all(Path(f["path"]).stat().st_size == f["bytes"] for f in files)
+
+
+def test_a_snapshot_in_place_with_no_manifest_naming_it_is_refused_in_one_line(
         store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     previous = _finished_night(store_config, tmp_path)
-    snapshot = tmp_path / "all2.jsonl"
-    assert main(_night(store_config, tmp_path / "night2", [0, 1, 4], "--previous",
-                       str(previous), "--snapshot", str(snapshot))) == 0
-    Path(f"{snapshot}.manifest.json").unlink()  # as a kill between the last two renames
+    night2 = tmp_path / "night2"
+    assert main(_night(store_config, night2, [0, 1, 4], "--previous", str(previous),
+                       "--snapshot", str(night2 / "all.jsonl"))) == 0
+    for manifest in night2.glob("*.manifest.json"):  # as a kill before the manifests
+        manifest.unlink()
     capsys.readouterr()
     assert main(_night(store_config, tmp_path / "night3", [0], "--previous",
-                       str(snapshot))) == 2
+                       str(night2 / "all.jsonl"))) == 2
     err = capsys.readouterr().err
     assert "is not the output of a finished run" in err and len(err.splitlines()) == 1
+
+
+def test_a_night_whose_results_manifest_names_its_snapshot_is_taken(
+        store_config: Path, tmp_path: Path) -> None:
+    """A kill between the two manifests (every file was in place), or a night of an earlier
+    version, which wrote only the results' manifest."""
+    previous = _finished_night(store_config, tmp_path)
+    night2 = tmp_path / "night2"
+    assert main(_night(store_config, night2, [0, 1, 4], "--previous", str(previous),
+                       "--snapshot", str(night2 / "all.jsonl"))) == 0
+    (night2 / "all.jsonl.manifest.json").unlink()
+    assert main(_night(store_config, tmp_path / "night3", [0], "--previous",
+                       str(night2 / "all.jsonl"))) == 0
 
 
 @pytest.mark.parametrize("damage", ["truncated", "not_utf8", "not_results", "replaced"])
