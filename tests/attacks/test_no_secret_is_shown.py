@@ -1,4 +1,4 @@
-"""Family 4: a configured secret appears in no message, log or dead letter."""
+"""A configured secret appears in no message, log or dead letter."""
 
 from __future__ import annotations
 

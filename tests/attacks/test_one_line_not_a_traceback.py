@@ -1,4 +1,4 @@
-"""Family 8: mistakes that once printed a traceback are one line naming what to fix."""
+"""Mistakes that once printed a traceback are one line naming what to fix."""
 
 from __future__ import annotations
 

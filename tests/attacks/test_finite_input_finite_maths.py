@@ -1,4 +1,4 @@
-"""Family 3: any finite non-zero vector behaves as its direction; one without a direction is
+"""Any finite non-zero vector behaves as its direction; one without a direction is
 that query's (or that chunk's) own failure, never its batch's."""
 
 from __future__ import annotations

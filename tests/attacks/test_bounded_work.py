@@ -1,4 +1,4 @@
-"""Family 6: work bounded by the input limits, whatever the input (see README, input limits)."""
+"""Work bounded by the input limits, whatever the input (see README, input limits)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Family 1: a line that once killed the whole run is that line's dead letter."""
+"""A line that once killed the whole run is that line's dead letter."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Families 10 and 2 (concurrent use): what a killed job leaves is removed by the next one of
+"""What a killed job leaves is removed by the next one of
 the same path, and a second job into files another live job holds is refused, naming it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Family 2: a run that would lose results is refused before it starts, by flag and path."""
+"""A run that would lose results is refused before it starts, by flag and path."""
 
 from __future__ import annotations
 

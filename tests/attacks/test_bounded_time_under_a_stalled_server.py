@@ -1,4 +1,4 @@
-"""Family 5: a stalled server costs a bounded number of timed-out requests per batch (the
+"""A stalled server costs a bounded number of timed-out requests per batch (the
 README's worst-case time counts them), after which every query is a dead letter."""
 
 from __future__ import annotations

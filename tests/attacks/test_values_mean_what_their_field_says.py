@@ -1,4 +1,4 @@
-"""Family 9: a value means what its field says, and a message says once what is wrong where."""
+"""A value means what its field says, and a message says once what is wrong where."""
 
 from __future__ import annotations
 

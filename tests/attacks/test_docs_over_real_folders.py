@@ -1,4 +1,4 @@
-"""Families 7 and 6 (unbounded reads): `--docs` over real folders. Whatever an entry named like
+"""`--docs` over real folders. Whatever an entry named like
 a document turns out to be, it fails alone, by path; the job neither crashes nor hangs."""
 
 from __future__ import annotations
