@@ -86,6 +86,8 @@ def ensure_index(client: Elasticsearch, config: ElasticsearchConfig, dimension: 
                                        EmbedderChangedError.described(recorded),
                                        EmbedderChangedError.described(embedder))
         changes["meta"] = _meta(embedder)
+    elif recorded is not None and recorded.weights is None and embedder and embedder.weights:
+        changes["meta"] = _meta(embedder)  # recorded before weights were: record them now
     if CATALOG_FIELD not in mappings.get("properties", {}):
         changes["properties"] = {CATALOG_FIELD: CATALOG_MAPPING}
     if changes:
