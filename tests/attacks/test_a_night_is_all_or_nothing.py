@@ -67,6 +67,7 @@ def _chained_night(config: Path, root: Path) -> tuple[Path, list[str]]:
                             str(night / "all.jsonl"))
 
 
+@pytest.mark.slow
 def test_a_run_killed_at_any_rename_leaves_no_snapshot_the_next_night_takes(
         store_config: Path, tmp_path: Path) -> None:
     previous = _finished_night(store_config, tmp_path)

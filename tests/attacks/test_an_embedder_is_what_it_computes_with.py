@@ -16,6 +16,8 @@ from pipeline.cli.main import main
 from pipeline.config.loader import load_settings
 from pipeline.ingest.job import run_index
 
+pytestmark = pytest.mark.slow  # the model, copied and loaded
+
 
 @pytest.fixture(scope="module")
 def two_encoders(minilm: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:

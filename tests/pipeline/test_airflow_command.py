@@ -10,7 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.builders import chunk_records, unit_vectors
+
+pytestmark = pytest.mark.slow  # the commands as subprocesses
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -152,6 +152,7 @@ def test_a_store_of_another_dimension_than_the_embedder_fails_fast(
     assert "embedder.dim has 16 dimensions but the store expects 8" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @settings(
     max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -10,6 +10,8 @@ from pipeline.cli.demo import chunk_headings, demo_settings
 from pipeline.cli.demo_report import headline
 from pipeline.cli.main import main
 
+pytestmark = pytest.mark.slow  # the demo: the model over the stdlib corpus
+
 
 def test_the_headline_is_the_heading_and_the_first_sentence() -> None:
     content = "## json.loads\n\nDeserialize ``s`` to a Python object. Uses the decoder.\n\nMore."

@@ -96,6 +96,7 @@ def test_elasticsearch_and_embedded_backends_give_the_same_evidence(
         "guide/sorting.md#chunk-0", "guide/sorting.md#chunk-1"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("runner_options", [
     ["--runner", "PortableRunner", "--job_endpoint", "embed", "--environment_type", "LOOPBACK"],
     ["--runner", "DirectRunner", "--direct_running_mode", "multi_processing",

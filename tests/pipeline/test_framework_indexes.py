@@ -19,7 +19,7 @@ from tests.frameworks import (
     run_layout,
 )
 
-pytestmark = pytest.mark.live_es
+pytestmark = [pytest.mark.live_es, pytest.mark.slow]  # each framework's own store
 
 CAP = ["--set", "rag.retrieve-k=30", "--set", "rag.return-n=10",
        "--set", "rag.max-chunks-per-document=2"]

@@ -42,6 +42,7 @@ def test_the_jobs_skip_the_check_by_default_and_a_user_option_still_passes() -> 
     assert options.view_as(TypeOptions).type_check_strictness == "ALL_REQUIRED"
 
 
+@pytest.mark.slow
 def test_index_and_run_graphs_type_check(type_checked: list[beam.Pipeline],
                                          store_config: Path, tmp_path: Path) -> None:
     docs = tmp_path / "docs"

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import apache_beam as beam
+import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
@@ -38,6 +39,7 @@ def test_lines_without_a_usable_id_hold_none() -> None:
         assert_that(repeated, equal_to([("a", 3), ("b", 6)]))
 
 
+@pytest.mark.slow
 def test_an_id_lands_in_the_same_bucket_in_every_process() -> None:
     # workers must agree on an id's bucket: Python's hash() of a str differs per process
     code = ("from pipeline.run.repeated_ids import bucketed_id; "

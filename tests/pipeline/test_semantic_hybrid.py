@@ -11,6 +11,8 @@ from elasticsearch import Elasticsearch
 
 from pipeline.cli.main import main
 
+pytestmark = pytest.mark.slow  # the model, loaded
+
 QUESTIONS = {"json": "How do I turn a JSON string into Python objects?",
              "heap": "Keep the smallest item first while pushing and popping",
              "tmp": "scratch folder that is removed afterwards"}

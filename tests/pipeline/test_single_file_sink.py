@@ -15,6 +15,7 @@ from pipeline.io.single_file_sink import ParquetRows, TextLines, WriteToSingleFi
 MULTI = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("options", [[], MULTI], ids=["in-memory", "multi-processing"])
 def test_every_line_lands_once_in_the_one_file_and_no_part_is_left(
         tmp_path: Path, options: list[str]) -> None:

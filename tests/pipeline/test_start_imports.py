@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.builders import unit_vectors
 from tests.pipeline.cli_runs import DIM
 
@@ -21,6 +23,7 @@ def _modules_after(script: str) -> list[str]:
     return list(json.loads(done.stdout.splitlines()[-1]))
 
 
+@pytest.mark.slow
 def test_a_run_of_vector_queries_on_the_embedded_store_imports_no_other_backend(
         store_config: Path, tmp_path: Path) -> None:
     queries = tmp_path / "q.jsonl"

@@ -23,6 +23,8 @@ import pytest
 from tests.builders import unit_vectors
 from tests.pipeline.cli_runs import DIM, lines_of
 
+pytestmark = pytest.mark.slow  # a wheel built into a venv of its own
+
 ROOT = Path(__file__).parents[2]
 PACKAGED = ("pyproject.toml", "README.md", "pipeline", "stages", "connectors")
 

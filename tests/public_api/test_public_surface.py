@@ -45,6 +45,7 @@ def test_the_usage_examples_in_docstrings_run(module: str) -> None:
     assert result.failed == 0 and result.attempted > 0
 
 
+@pytest.mark.slow
 def test_the_readme_library_example_runs_as_written(tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     (block,) = re.findall(r"<!-- runnable: library example -->\n```python\n(.*?)```", readme,

@@ -12,6 +12,8 @@ from connectors.embedders.model_location import locate_model
 from connectors.embedders.sentence_transformer import SentenceTransformerEmbedder
 from connectors.errors import ConfigError, InvalidInputError
 
+pytestmark = pytest.mark.slow  # the model, loaded
+
 
 @pytest.fixture(scope="module")
 def embedder(minilm: str) -> SentenceTransformerEmbedder:

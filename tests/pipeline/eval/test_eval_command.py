@@ -9,6 +9,8 @@ import pytest
 
 from pipeline.cli.main import main
 
+pytestmark = pytest.mark.slow  # eval over the model and whole jobs
+
 REPO = Path(__file__).resolve().parents[3]
 EVAL = REPO / "eval"
 CONFIGS = REPO / "configs" / "eval"
