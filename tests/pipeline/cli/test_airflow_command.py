@@ -16,7 +16,7 @@ from tests.builders import chunk_records, unit_vectors
 
 pytestmark = pytest.mark.slow  # the commands as subprocesses
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _operator_command(command: str, options: dict[str, Any]) -> list[str]:

@@ -19,7 +19,7 @@ _HEAVY = ("elasticsearch", "elastic_transport", "bm25s", "scipy")
 def _modules_after(script: str) -> list[str]:
     listing = f"\nimport json, sys\nprint(json.dumps(sorted(set({_HEAVY!r}) & set(sys.modules))))"
     done = subprocess.run([sys.executable, "-c", script + listing], capture_output=True,
-                          text=True, check=True, cwd=Path(__file__).parents[2])
+                          text=True, check=True, cwd=Path(__file__).parents[3])
     return list(json.loads(done.stdout.splitlines()[-1]))
 
 

@@ -39,7 +39,7 @@ def test_command_line_overrides_environment(config_file: Path) -> None:
 
 
 def test_shipped_local_config_is_valid() -> None:
-    settings = load_settings(Path(__file__).parents[2] / "configs" / "local.yaml")
+    settings = load_settings(Path(__file__).parents[3] / "configs" / "local.yaml")
     assert settings.search.backend == "embedded"
 
 
@@ -89,7 +89,7 @@ def test_config_that_is_not_a_mapping_is_rejected(tmp_path: Path) -> None:
 
 
 def test_shipped_elasticsearch_config_is_valid_and_holds_no_secret() -> None:
-    path = Path(__file__).parents[2] / "configs" / "elasticsearch.yaml"
+    path = Path(__file__).parents[3] / "configs" / "elasticsearch.yaml"
     settings = load_settings(path)
     es = settings.search.elasticsearch
     assert settings.search.backend == "elasticsearch" and es.index == "rag-chunks"
@@ -131,7 +131,7 @@ def test_a_retrieve_k_below_return_n_is_a_warning(caplog: pytest.LogCaptureFixtu
     assert "rag.retrieve-k=3 is below rag.return-n=5" in caplog.text
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).parents[2] / "configs").rglob("*.yaml")),
+@pytest.mark.parametrize("path", sorted((Path(__file__).parents[3] / "configs").rglob("*.yaml")),
                          ids=lambda p: p.name)
 def test_every_shipped_config_loads(path: Path) -> None:
     assert load_settings(path).rag.return_n >= 1

@@ -25,7 +25,7 @@ from tests.pipeline.cli_runs import DIM, lines_of
 
 pytestmark = pytest.mark.slow  # a wheel built into a venv of its own
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 PACKAGED = ("pyproject.toml", "README.md", "pipeline", "stages", "connectors")
 
 
