@@ -59,7 +59,7 @@ class _NeedsStandardParser(Exception):
 
 
 def _fast_loads(text: str) -> Any:
-    """orjson (ten times faster on vectors), where it reads a line exactly as `json` does;
+    """orjson (much faster on vectors), where it reads a line exactly as `json` does;
     anything it refuses goes to `json`, whose errors and extensions (NaN) stay the contract."""
     value = orjson.loads(text)
     if _may_hold_a_long_integer(value):

@@ -60,7 +60,7 @@ def count(name: str, amount: int = 1) -> None:
 
 _COUNTERS: dict[str, Metrics.DelegatingCounter] = {}
 """One delegating counter per name: it finds the running step's metrics at each `inc`, so one
-object serves every step and thread (building one per call cost more than the count)."""
+object serves every step and thread (building one per call would cost more than counting)."""
 
 
 def totals(result: PipelineResult) -> dict[str, int]:

@@ -59,7 +59,7 @@ def _candidate(hit_id: str | None, score: float, identity: Identity, content: st
                            content or "")
     else:
         key = chunk_key(doc_id, chunk_index)
-    # tuple.__new__: the same named tuples, five times faster than calling the classes
+    # tuple.__new__: the same named tuples, without their Python-level __new__ (a hot path)
     return _new(Candidate, (key, doc_id, chunk_index, named_source or doc_id or key, content,
                             score, (reason,), recall_order,
                             (_new(RetrieverHit, (reason, rank, score)),), ref))

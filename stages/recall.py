@@ -36,8 +36,8 @@ _log = logging.getLogger(__name__)
 RETRIEVE_K = Bound("rag.retrieve-k", ge=1, le=10_000)
 SEARCH_BATCH = Bound("search.batch-size", ge=1, le=10_000)
 DEFAULT_SEARCH_BATCH = 256
-"""Queries per port call: an exact kNN over 100k x 384 rows takes 0.72 ms a query in batches
-of 256 against 0.98 ms in batches of 64 (it reads every row once per batch)."""
+"""Queries per port call: an exact kNN reads every row once per batch, so larger batches cost
+less a query (docs/benchmarks.md)."""
 
 
 def recall_batch(queries: Sequence[EmbeddedQuery], port: KnowledgeSearchPort, retrieve_k: int,

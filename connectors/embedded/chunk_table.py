@@ -107,7 +107,7 @@ KEPT_IDENTITIES = 1_000_000
 class ChunkColumns:
     """`chunks.arrow`, mapped: ids and identities by row, many rows at once. A row read once
     is kept as Python objects (up to `KEPT_IDENTITIES` rows): searches return the same rows
-    again and again, and decoding them from Arrow cost ten times a list lookup."""
+    again and again, and decoding them from Arrow costs far more than a list lookup."""
 
     def __init__(self, table: pa.Table) -> None:
         self._table = table
@@ -160,7 +160,7 @@ class ChunkColumns:
         ids, doc_ids, indexes, sources, flags = (
             table.column(name).to_pylist() for name in _SCHEMA.names[:5])
         # tuple.__new__ builds the same named tuples without their Python-level __new__:
-        # five times faster, and this runs for every hit
+        # this runs for every hit
         return ids, list(map(tuple.__new__, repeat(Identity),
                              zip(doc_ids, indexes, sources, flags, strict=True)))
 

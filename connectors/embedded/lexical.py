@@ -17,8 +17,8 @@ STOPWORDS = "en"
 
 
 def bm25s_module() -> ModuleType:
-    """The bm25s module, imported at its first use: with scipy it takes ~0.1 s, which a job
-    of vector queries never needs. bm25s sets its logger to DEBUG when imported; the level the
+    """The bm25s module, imported at its first use: with scipy it is slow to import, which a
+    job of vector queries never needs. bm25s sets its logger to DEBUG when imported; the level the
     application chose is put back."""
     logger = logging.getLogger("bm25s")
     level = logger.level

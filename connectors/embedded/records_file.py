@@ -33,7 +33,7 @@ class RecordFile:
     """Records by row number, from a mapped JSONL file."""
 
     def __init__(self, records_path: Path, offsets: np.ndarray) -> None:
-        self._offsets = np.asarray(offsets)  # a plain view of a memmap indexes much faster
+        self._offsets = np.asarray(offsets)  # a plain view: a memmap's indexing goes through Python
         self._size = records_path.stat().st_size
         self._data: mmap.mmap | bytes = b""
         if self._size:

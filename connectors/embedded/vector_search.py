@@ -18,8 +18,8 @@ from connectors.embedded.top_k import top_rows
 from connectors.params import PARAMS_CONFIG, Bound, Real, Whole, check_bounds
 
 # faiss >= 1.11 computes batches of fewer than 128,000 queries (its default threshold) one query
-# at a time without BLAS: measured here, 190 queries/s in batches of 256 against 2,000 with
-# BLAS. Every batch of 16 queries or more goes through BLAS.
+# at a time without BLAS, far slower than with it (docs/benchmarks.md). Every batch of 16
+# queries or more goes through BLAS.
 faiss.cvar.distance_compute_blas_threshold = 16
 
 

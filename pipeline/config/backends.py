@@ -1,7 +1,8 @@
 """Picklable factories that open the configured port, embedder and chunk target in a worker.
 
-The Elasticsearch adapters are imported by the functions that return them: the client takes
-~0.5 s to import, which every other job (the embedded default among them) is spared."""
+The Elasticsearch adapters are imported by the functions that return them: the client is slow
+to import (with aiohttp and httpx), which every other job (the embedded default among them)
+is spared."""
 
 from __future__ import annotations
 

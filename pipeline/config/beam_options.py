@@ -20,7 +20,7 @@ from connectors.errors import ConfigError
 TYPE_CHECK_AT_CONSTRUCTION = False
 """Whether our jobs have Beam type-check their graphs as it builds them. The graphs are fixed,
 and tests/pipeline/run/test_graph_types.py builds each kind with the check on; skipping it here
-takes 0.2 s off a run's 1.3 s start (view_as builds an argument parser per check)."""
+shortens every start (view_as builds an argument parser per check; docs/benchmarks.md)."""
 
 REFUSED_RUNNERS = {
     "DaskRunner": "it sends every element of a multi-output step to every output and has no "
@@ -52,8 +52,8 @@ DEFAULT_RUNNER = "FnApiRunner"
 """The runner of a job given no `--runner`: the one Beam's DirectRunner settles on for a batch
 job here. The DirectRunner first tries Prism: at every start it opens a worker pool and, where
 no Prism binary is cached, downloads one from GitHub (or waits for the network to refuse), then
-falls back. Choosing the FnApiRunner directly takes ~0.3 s off a start, never fetches a binary
-at run time, and runs every job on the runner our tests run on."""
+falls back. Choosing the FnApiRunner directly shortens every start (docs/benchmarks.md), never
+fetches a binary at run time, and runs every job on the runner our tests run on."""
 
 
 def job_runner(options: PipelineOptions) -> PipelineRunner | None:

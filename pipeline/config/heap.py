@@ -16,9 +16,9 @@ def frozen_heap() -> Iterator[None]:
     out of the garbage collector's passes until it ends.
 
     A job allocates many short-lived containers (an `_msearch` answer is ~5,000 dicts), and each
-    pass of the oldest generation also walks everything the process held before: 0.85 s of
-    collection in a 4,000-query Elasticsearch run, 0.22 s with the heap frozen. Objects made
-    during the job are collected as always; nesting is harmless (the inner end unfreezes all).
+    pass of the oldest generation also walks everything the process held before (what that
+    costs: docs/benchmarks.md). Objects made during the job are collected as always; nesting
+    is harmless (the inner end unfreezes all).
     """
     gc.freeze()
     try:

@@ -25,8 +25,8 @@ _log = logging.getLogger(__name__)
 
 
 def _open_writer(config: ElasticsearchConfig, on_event: EventHook) -> ElasticsearchWriter:
-    """The writer, its client imported only now: it takes ~0.5 s, which a run writing
-    elsewhere is spared."""
+    """The writer, its client imported only now: a run writing elsewhere is spared its
+    import."""
     from connectors.elasticsearch.writer import ElasticsearchWriter
 
     return ElasticsearchWriter.open(config, on_event=on_event)

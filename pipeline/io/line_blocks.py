@@ -28,9 +28,8 @@ BLOCK_BYTES = 64 * 1024 * 1024
 _SCAN_BYTES = 8 * 1024 * 1024
 READ_BUFFER_BYTES = 1024 * 1024
 """Files are read through a buffer this large: with the 8 KiB default, a line of 384 floats
-(~8 KB) costs a read call of its own, and `readline` five times as long. Not what a
-decompressor gives: a buffer filled from a truncated stream would lose the lines before the
-error."""
+(~8 KB) costs a read call of its own (docs/benchmarks.md). Not what a decompressor gives: a
+buffer filled from a truncated stream would lose the lines before the error."""
 
 _DECOMPRESSORS = {CompressionTypes.GZIP: gzip.GzipFile, CompressionTypes.BZIP2: bz2.BZ2File,
                   CompressionTypes.LZMA: lzma.LZMAFile}

@@ -75,8 +75,8 @@ class _RepeatedInBucket(beam.CombineFn):
     """(id, line number)s -> (id, first line) of each id that more than one line holds.
 
     Every id is held until the end, when its bucket is searched for repeats: as a string in a
-    list and a machine integer (~55 bytes an id), where a dict of (first line, count) pairs
-    took ~180 bytes."""
+    list and a machine integer, a third of what a dict of (first line, count) pairs holds
+    (docs/benchmarks.md)."""
 
     def create_accumulator(self) -> IdsSeen:
         return [], array("q")
