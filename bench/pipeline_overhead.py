@@ -30,16 +30,14 @@ from connectors.search_port import SearchRequest
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
 from pipeline.io.json_lines import to_json_line
+from pipeline.run.chain import candidate_chain, through
 from pipeline.run.job import run_job
 from pipeline.run.query_parse import parse_query_line
-from stages.dedup import dedup_by_evidence_key
 from stages.fetch_content import with_contents
 from stages.identity import candidates_of
 from stages.models import EmbeddedQuery, Query, QueryCandidates, QueryHits
-from stages.per_doc_cap import cap_chunks_per_document
 from stages.projection import assemble_result
 from stages.recall import DEFAULT_SEARCH_BATCH, recall_batch
-from stages.top_n import top_n
 
 
 def _unit(rows: int, dim: int, seed: int) -> np.ndarray:
@@ -81,8 +79,8 @@ def raw_search(store: EmbeddedStore, queries: np.ndarray, k: int, batch: int,
 
 def steps_without_beam(store: EmbeddedStore, lines: list[bytes], settings: Settings) -> int:
     """The pipeline's step functions, called per query in a plain loop with no Beam around
-    them: parse, recall (in batches), identity, dedup, cap, top-n, contents, result, JSON."""
-    rag, answered = settings.rag, 0
+    them: parse, recall (in batches), identity, the candidate chain, contents, result, JSON."""
+    rag, answered, stages = settings.rag, 0, candidate_chain(settings.rag)
     for start in range(0, len(lines), settings.search.batch_size):
         queries = [parse_query_line(number, line) for number, line in enumerate(
             lines[start:start + settings.search.batch_size], start + 1)]
@@ -90,8 +88,7 @@ def steps_without_beam(store: EmbeddedStore, lines: list[bytes], settings: Setti
         for hits in recall_batch([EmbeddedQuery(q) for q in queries if isinstance(q, Query)],
                                  store, rag.retrieve_k):
             assert isinstance(hits, QueryHits)
-            kept = top_n(cap_chunks_per_document(dedup_by_evidence_key(candidates_of(hits)),
-                                                 rag.max_chunks_per_document), rag.return_n)
+            kept = through(stages, candidates_of(hits))
             filled = with_contents(QueryCandidates(hits.query_id, tuple(kept)), store.contents)
             assert isinstance(filled, QueryCandidates)
             to_json_line(assemble_result(filled, settings.projection))

@@ -34,13 +34,11 @@ from connectors.elasticsearch.index_admin import ensure_index
 from connectors.search_port import ChunkHit, SearchHit
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
+from pipeline.run.chain import candidate_chain, through
 from pipeline.run.job import run_job
-from stages.dedup import dedup_by_evidence_key
 from stages.identity import normalize_identities
 from stages.models import RecalledHit
-from stages.per_doc_cap import cap_chunks_per_document
 from stages.projection import project, to_evidence_blocks
-from stages.top_n import top_n
 from tests.es_server import free_port, running_server, wait_until_up
 
 CAVEAT = ("caveat: the test server emulates the Elasticsearch API and is far slower at kNN "
@@ -112,9 +110,7 @@ def naive_loop(url: str, settings: Settings, queries: np.ndarray) -> int:
                     id=h["_id"], score=h["_score"], content=h["_source"].get(es.content_field, ""),
                     metadata=h["_source"].get(es.metadata_field, {}))), "knn:vector", n, n + 1)
                 for n, h in enumerate(response["hits"]["hits"])]
-        kept = top_n(cap_chunks_per_document(dedup_by_evidence_key(normalize_identities(hits)),
-                                             settings.rag.max_chunks_per_document),
-                     settings.rag.return_n)
+        kept = through(candidate_chain(settings.rag), normalize_identities(hits))
         project(to_evidence_blocks(kept), budget)
         answered += 1
     client.close()

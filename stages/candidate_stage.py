@@ -16,16 +16,21 @@ CandidateFn = Callable[[Sequence[Candidate]], list[Candidate]]
 
 class CandidateStage(HandlesErrors, beam.PTransform[beam.PCollection[QueryCandidates],
                                      beam.PCollection[QueryCandidates]]):
-    """Applies `fn` to each query's candidates; counts the dropped ones under `dropped_counter`."""
+    """Applies `fn` to each query's candidates; counts the dropped ones under `dropped_counter`.
+    Its step is labelled by the subclass's name, the name the README and `explain` use."""
 
-    def __init__(self, label: str, fn: CandidateFn, dropped_counter: str | None = None) -> None:
+    def __init__(self, fn: CandidateFn, dropped_counter: str | None = None) -> None:
         super().__init__()
-        self._label = label
         self._fn = fn
         self._dropped_counter = dropped_counter
 
+    @property
+    def fn(self) -> CandidateFn:
+        """The pure stage, its parameters bound (what `explain` calls)."""
+        return self._fn
+
     def expand(self, pcoll: beam.PCollection[QueryCandidates]) -> beam.PCollection[QueryCandidates]:
-        return self._per_query(pcoll, self._label,
+        return self._per_query(pcoll, type(self).__name__,
                                _CandidateDoFn(self._fn, self._dropped_counter)).main
 
 

@@ -42,5 +42,5 @@ class KeyedDedup(CandidateStage):
     """
 
     def __init__(self, key: DedupKey = "evidence-key") -> None:
-        super().__init__("DedupByEvidenceKey", partial(dedup_by_evidence_key, key=key),
+        super().__init__(partial(dedup_by_evidence_key, key=key),
                          DUPLICATES_MERGED)

@@ -64,4 +64,4 @@ class RrfFusion(CandidateStage):
     """
 
     def __init__(self, rrf: RrfSettings) -> None:
-        super().__init__("FuseByReciprocalRank", partial(fuse_reciprocal_rank, rrf=rrf))
+        super().__init__(partial(fuse_reciprocal_rank, rrf=rrf))

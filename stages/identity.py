@@ -95,4 +95,4 @@ class IdentityNormalize(HandlesErrors, beam.PTransform[beam.PCollection[QueryHit
     """
 
     def expand(self, hits: beam.PCollection[QueryHits]) -> beam.PCollection[QueryCandidates]:
-        return self._per_query(hits, "NormalizeIdentity", _NormalizeDoFn()).main
+        return self._per_query(hits, "IdentityNormalize", _NormalizeDoFn()).main

@@ -44,5 +44,4 @@ class PerDocCap(CandidateStage):
 
     def __init__(self, max_per_doc: int = 2) -> None:
         MAX_CHUNKS_PER_DOCUMENT.check(max_per_doc)
-        super().__init__("CapChunksPerDocument",
-                         partial(cap_chunks_per_document, max_per_doc=max_per_doc), CAPPED)
+        super().__init__(partial(cap_chunks_per_document, max_per_doc=max_per_doc), CAPPED)

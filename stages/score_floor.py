@@ -23,5 +23,5 @@ class ScoreFloor(CandidateStage):
     """
 
     def __init__(self, min_score: float) -> None:
-        super().__init__("DropBelowMinScore", partial(above_floor, min_score=min_score),
+        super().__init__(partial(above_floor, min_score=min_score),
                          BELOW_MIN_SCORE)

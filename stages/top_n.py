@@ -30,4 +30,4 @@ class TopN(CandidateStage):
 
     def __init__(self, return_n: int = 5) -> None:
         RETURN_N.check(return_n)
-        super().__init__("TopN", partial(top_n, return_n=return_n))
+        super().__init__(partial(top_n, return_n=return_n))

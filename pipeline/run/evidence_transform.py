@@ -11,19 +11,15 @@ from connectors.errors import RagEvidenceError
 from connectors.search_port import PortFactory
 from pipeline.config.backends import embedder_tag
 from pipeline.config.settings import Settings
-from stages.dedup import KeyedDedup
+from pipeline.run.chain import candidate_chain
 from stages.embed import EmbedQueries, not_embedded
 from stages.fetch_content import FetchContent
-from stages.fusion import RrfFusion
 from stages.identity import IdentityNormalize
 from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, EmbeddedQuery, Query, QueryResult
-from stages.per_doc_cap import PerDocCap
 from stages.projection import Project
 from stages.recall import Recall
-from stages.score_floor import ScoreFloor
 from stages.shared_embedder import SharedEmbedder
-from stages.top_n import TopN
 
 
 class EvidenceOutputs(NamedTuple):
@@ -32,10 +28,10 @@ class EvidenceOutputs(NamedTuple):
 
 
 class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], EvidenceOutputs]):
-    """Embed -> Recall -> IdentityNormalize [-> RrfFusion] -> KeyedDedup -> PerDocCap
-    [-> ScoreFloor] -> TopN -> FetchContent -> Project. RrfFusion runs in hybrid recall only,
-    ScoreFloor when `rag.min-score` is set; FetchContent reads the contents of the blocks that
-    survived, from a port that answered without them (the embedded store).
+    """Embed -> Recall -> IdentityNormalize -> the candidate chain (see `chain.CANDIDATE_STEPS`:
+    [RrfFusion] -> KeyedDedup -> PerDocCap [-> ScoreFloor] -> TopN) -> FetchContent -> Project.
+    FetchContent reads the contents of the blocks that survived, from a port that answered
+    without them (the embedded store).
 
     Element-wise per query (no shuffle), so it runs on bounded and unbounded input alike.
 
@@ -73,21 +69,10 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
             max_sub_queries=rag.max_sub_queries).with_error_handler(handler)
         candidates = recalled.hits | "IdentityNormalize" >> IdentityNormalize().with_error_handler(
             handler)
-        if mode == "hybrid":
-            candidates = candidates | "RrfFusion" >> RrfFusion(rag.recall.rrf()).with_error_handler(
-                handler)
-        kept = (
-            candidates
-            | "KeyedDedup" >> KeyedDedup(rag.dedup_key).with_error_handler(handler)
-            | "PerDocCap" >> PerDocCap(rag.max_chunks_per_document).with_error_handler(handler)
-        )
-        if rag.min_score is not None:
-            kept = kept | "ScoreFloor" >> ScoreFloor(rag.min_score).with_error_handler(handler)
-        fetched = (
-            kept
-            | "TopN" >> TopN(rag.return_n).with_error_handler(handler)
-            | "FetchContent" >> FetchContent(self._port_factory).with_error_handler(handler)
-        )
+        for stage in candidate_chain(rag):
+            candidates = candidates | type(stage).__name__ >> stage.with_error_handler(handler)
+        fetched = candidates | "FetchContent" >> FetchContent(
+            self._port_factory).with_error_handler(handler)
         results = fetched.candidates | "Project" >> Project(
             self._settings.projection).with_error_handler(handler)
         dead_letters += [recalled.dead_letter, fetched.dead_letter]

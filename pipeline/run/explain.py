@@ -4,6 +4,7 @@ by stage, computed by the same stage functions as `run`."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -14,18 +15,14 @@ from connectors.search_port import KnowledgeSearchPort, LateContentPort, can
 from pipeline.config.backends import embedder_factory_for, port_factory_for
 from pipeline.config.settings import Settings
 from pipeline.io.validation_messages import describe_validation_error
-from stages.dedup import dedup_by_evidence_key
+from pipeline.run.chain import candidate_chain
 from stages.embed import embed_queries
 from stages.fetch_content import with_contents
-from stages.fusion import fuse_reciprocal_rank
 from stages.identity import candidates_of
 from stages.models import Candidate, DeadLetter, Query, QueryCandidates, QueryHits, QueryResult
-from stages.per_doc_cap import cap_chunks_per_document
 from stages.projection import assemble_result
 from stages.ranking import ranked
 from stages.recall import recall_batch
-from stages.score_floor import above_floor
-from stages.top_n import top_n
 
 Row = dict[str, Any]
 
@@ -41,14 +38,26 @@ class Explanation:
     capped: list[Row] = field(default_factory=list)
     below_min_score: list[Row] = field(default_factory=list)
     kept: list[Row] = field(default_factory=list)
+    dropped_by: dict[str, list[Row]] = field(default_factory=dict)
+    """What a stage without a field of its own dropped, by its name."""
     result: QueryResult | None = None
+
+    def record(self, name: str, rows: list[Row]) -> None:
+        """What stage `name` did: in its field (`fused`, `merged`, ...) or in `dropped_by`."""
+        if name in _FIELDS:
+            setattr(self, name, rows)
+        else:
+            self.dropped_by[name] = rows
 
     def to_dict(self) -> dict[str, Any]:
         return {"query": self.query.model_dump(exclude_none=True),
                 "retrievers": self.retrievers, "fused": self.fused, "merged": self.merged,
                 "capped": self.capped, "below_min_score": self.below_min_score,
-                "kept": self.kept,
+                "kept": self.kept, **({"dropped_by": self.dropped_by} if self.dropped_by else {}),
                 "result": self.result.model_dump(mode="json") if self.result else None}
+
+
+_FIELDS = ("fused", "merged", "capped", "below_min_score", "kept")
 
 
 def query_of(text: str, filters: str | None = None) -> Query:
@@ -95,19 +104,13 @@ def _explain(settings: Settings, query: Query, port: KnowledgeSearchPort) -> Exp
     assert isinstance(hits, QueryHits)
     found = candidates_of(hits)
     explained = Explanation(query, retrievers=_by_retriever(found))
-    if mode == "hybrid":
-        found = fuse_reciprocal_rank(found, rag.recall.rrf())
-        explained.fused = [_row(c, rank) for rank, c in enumerate(ranked(found), start=1)]
-    deduped = dedup_by_evidence_key(found, rag.dedup_key)
-    explained.merged = _merged(found, deduped)
-    capped = cap_chunks_per_document(deduped, rag.max_chunks_per_document)
-    explained.capped = _dropped(deduped, capped)
-    if rag.min_score is not None:
-        floored = above_floor(capped, rag.min_score)
-        explained.below_min_score = _dropped(capped, floored)
-        capped = floored
-    best = top_n(capped, rag.return_n)
-    explained.kept = [_row(c, rank) for rank, c in enumerate(best, start=1)]
+    for stage in candidate_chain(rag):  # the run's own chain (see `chain`)
+        after = stage.fn(found)
+        name = type(stage).__name__
+        field, record = _RECORDED.get(name, (name, _dropped))
+        explained.record(field, record(found, after))
+        found = after
+    best = found
     read = cast(LateContentPort, port).contents if can(port, "contents") else None
     fetched = _raised(with_contents(QueryCandidates(query.id, tuple(best)), read))
     explained.result = assemble_result(fetched, settings.projection)
@@ -155,3 +158,22 @@ def _dropped(before: list[Candidate], after: list[Candidate]) -> list[Row]:
     return [{"rank": rank, "evidence_key": c.evidence_key, "doc_id": c.doc_id,
              "score": c.score}
             for rank, c in enumerate(ranked(before), start=1) if c.evidence_key not in kept]
+
+
+def _ranked_rows(_: list[Candidate], after: list[Candidate]) -> list[Row]:
+    return [_row(c, rank) for rank, c in enumerate(ranked(after), start=1)]
+
+
+def _in_order(_: list[Candidate], after: list[Candidate]) -> list[Row]:
+    return [_row(c, rank) for rank, c in enumerate(after, start=1)]
+
+
+_RECORDED: dict[str, tuple[str, Callable[[list[Candidate], list[Candidate]], list[Row]]]] = {
+    "RrfFusion": ("fused", _ranked_rows),
+    "KeyedDedup": ("merged", _merged),
+    "PerDocCap": ("capped", _dropped),
+    "ScoreFloor": ("below_min_score", _dropped),
+    "TopN": ("kept", _in_order),
+}
+"""What `explain` shows of each stage of the chain, and in which field; a stage not named here
+shows what it dropped, under `dropped_by`."""
