@@ -1,13 +1,16 @@
 """The public surface of rag-evidence for pipeline authors: what to import to put the evidence
 step into a Beam pipeline of your own. It only re-exports; everything else is internal.
 
->>> import apache_beam as beam  # doctest: +SKIP
->>> from pipeline.api import EvidenceTransform, load_settings, port_factory_for  # doctest: +SKIP
->>> settings = load_settings("configs/local.yaml")  # doctest: +SKIP
->>> outputs = queries | EvidenceTransform(  # doctest: +SKIP
-...     settings, port_factory=port_factory_for(settings),
-...     embedder_factory=embedder_factory_for(settings))
->>> outputs.results, outputs.dead_letters  # doctest: +SKIP
+Usage::
+
+    import apache_beam as beam
+    from pipeline.api import (EvidenceTransform, embedder_factory_for, load_settings,
+                              port_factory_for)
+    settings = load_settings("configs/local.yaml")
+    outputs = queries | EvidenceTransform(
+        settings, port_factory=port_factory_for(settings),
+        embedder_factory=embedder_factory_for(settings))
+    outputs.results, outputs.dead_letters
 """
 
 from connectors.chunk_record import ChunkRecord

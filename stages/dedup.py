@@ -38,7 +38,9 @@ def dedup_by_evidence_key(candidates: Sequence[Candidate],
 class KeyedDedup(CandidateStage):
     """Merges candidates with equal evidence keys, per query.
 
-    >>> deduped = candidates | KeyedDedup()  # doctest: +SKIP
+    Usage::
+
+        deduped = candidates | KeyedDedup()
     """
 
     def __init__(self, key: DedupKey = "evidence-key") -> None:

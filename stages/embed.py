@@ -79,8 +79,10 @@ class EmbedQueries(HandlesErrors, beam.PTransform[beam.PCollection[Query], pvalu
     on the first text. `refusal`, when set, is the error that dead-letters every query that
     would need the embedder.
 
-    >>> embedded = queries | EmbedQueries(SharedEmbedder(open_model, "minilm"),  # doctest: +SKIP
-    ...                                   batch_size=64)
+    Usage::
+
+        embedded = queries | EmbedQueries(SharedEmbedder(open_model, "minilm"),
+                                          batch_size=64)
     """
 
     def __init__(self, embedder: SharedEmbedder, *, batch_size: int,

@@ -81,7 +81,9 @@ class FetchContent(HandlesErrors, beam.PTransform[beam.PCollection[QueryCandidat
     """QueryCandidates -> the same with contents read (main `candidates`), or DeadLetter (tag
     `dead_letter`) when they cannot be.
 
-    >>> fetched = best | FetchContent(port_factory)  # doctest: +SKIP
+    Usage::
+
+        fetched = best | FetchContent(port_factory)
     """
 
     def __init__(self, port_factory: PortFactory) -> None:

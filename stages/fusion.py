@@ -60,7 +60,9 @@ def _rrf_score(candidate: Candidate, rrf: RrfSettings) -> float:
 class RrfFusion(CandidateStage):
     """Fuses each query's ranked lists by Reciprocal Rank Fusion (hybrid recall).
 
-    >>> fused = candidates | RrfFusion(RrfSettings(k=60, weights={"bm25": 0.5}))  # doctest: +SKIP
+    Usage::
+
+        fused = candidates | RrfFusion(RrfSettings(k=60, weights={"bm25": 0.5}))
     """
 
     def __init__(self, rrf: RrfSettings) -> None:

@@ -91,7 +91,9 @@ class IdentityNormalize(HandlesErrors, beam.PTransform[beam.PCollection[QueryHit
                                          beam.PCollection[QueryCandidates]]):
     """QueryHits -> QueryCandidates with chunk identity and evidence keys.
 
-    >>> candidates = hits | IdentityNormalize()  # doctest: +SKIP
+    Usage::
+
+        candidates = hits | IdentityNormalize()
     """
 
     def expand(self, hits: beam.PCollection[QueryHits]) -> beam.PCollection[QueryCandidates]:

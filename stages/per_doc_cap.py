@@ -39,7 +39,9 @@ def cap_chunks_per_document(candidates: Sequence[Candidate], max_per_doc: int) -
 class PerDocCap(CandidateStage):
     """Keeps at most `max_per_doc` chunks of each document, per query.
 
-    >>> capped = candidates | PerDocCap(max_per_doc=2)  # doctest: +SKIP
+    Usage::
+
+        capped = candidates | PerDocCap(max_per_doc=2)
     """
 
     def __init__(self, max_per_doc: int = 2) -> None:

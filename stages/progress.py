@@ -19,8 +19,10 @@ EVERY_SECONDS = 10.0
 class Progress:
     """Counts `what` done by this worker and shows it; `close` when done.
 
-    >>> progress = Progress("texts embedded", total=2_000)  # doctest: +SKIP
-    >>> progress.add(64)  # doctest: +SKIP
+    Usage::
+
+        progress = Progress("texts embedded", total=2_000)
+        progress.add(64)
     """
 
     def __init__(self, what: str, total: int | None = None,
@@ -77,7 +79,9 @@ class _ProgressDoFn(beam.DoFn):
 class LogProgress(beam.PTransform[beam.PCollection[Any], beam.PCollection[Any]]):
     """Passes elements through, showing a running count per worker (see `Progress`).
 
-    >>> results = results | LogProgress("queries answered", total=20_000)  # doctest: +SKIP
+    Usage::
+
+        results = results | LogProgress("queries answered", total=20_000)
     """
 
     def __init__(self, what: str = "queries answered", total: int | None = None,

@@ -107,7 +107,9 @@ class Project(HandlesErrors,
               beam.PTransform[beam.PCollection[QueryCandidates], beam.PCollection[QueryResult]]):
     """QueryCandidates -> QueryResult: ranked evidence blocks plus the Agent projection.
 
-    >>> results = candidates | Project(ProjectionBudget(max_items=5))  # doctest: +SKIP
+    Usage::
+
+        results = candidates | Project(ProjectionBudget(max_items=5))
     """
 
     def __init__(self, budget: ProjectionBudget) -> None:

@@ -137,8 +137,10 @@ class Recall(HandlesErrors,
              beam.PTransform[beam.PCollection[EmbeddedQuery], beam.pvalue.DoOutputsTuple]):
     """EmbeddedQuery -> QueryHits (main output `hits`) and DeadLetter (tag `dead_letter`).
 
-    >>> outputs = embedded | Recall(port_factory, retrieve_k=20, mode="hybrid")  # doctest: +SKIP
-    >>> hits, dead_letters = outputs.hits, outputs.dead_letter  # doctest: +SKIP
+    Usage::
+
+        outputs = embedded | Recall(port_factory, retrieve_k=20, mode="hybrid")
+        hits, dead_letters = outputs.hits, outputs.dead_letter
     """
 
     def __init__(self, port_factory: PortFactory, *, retrieve_k: int,

@@ -19,7 +19,9 @@ def above_floor(candidates: Sequence[Candidate], min_score: float) -> list[Candi
 class ScoreFloor(CandidateStage):
     """Drops each query's candidates below `min_score`, counted as `below_min_score`.
 
-    >>> kept = candidates | ScoreFloor(min_score=0.6)  # doctest: +SKIP
+    Usage::
+
+        kept = candidates | ScoreFloor(min_score=0.6)
     """
 
     def __init__(self, min_score: float) -> None:

@@ -25,7 +25,9 @@ def top_n(candidates: Sequence[Candidate], return_n: int) -> list[Candidate]:
 class TopN(CandidateStage):
     """Keeps the `return_n` best candidates, per query.
 
-    >>> best = candidates | TopN(return_n=5)  # doctest: +SKIP
+    Usage::
+
+        best = candidates | TopN(return_n=5)
     """
 
     def __init__(self, return_n: int = 5) -> None:

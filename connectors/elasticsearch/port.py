@@ -44,8 +44,10 @@ class ElasticsearchPort:
     PERMANENT, and every other 4xx. A request that still fails gets its own
     `SearchUnavailableError` (or `SearchRejectedError`), with the earlier errors on it.
 
-    >>> config = ElasticsearchConfig(("http://localhost:9200",), "chunks")
-    >>> port = ElasticsearchPort.open(config)  # doctest: +SKIP
+    Usage::
+
+        config = ElasticsearchConfig(("http://localhost:9200",), "chunks")
+        port = ElasticsearchPort.open(config)
     """
 
     def __init__(self, client: Elasticsearch, config: ElasticsearchConfig, facts: IndexFacts, *,

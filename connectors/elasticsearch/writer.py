@@ -23,9 +23,11 @@ from connectors.events import EventHook, ignore_event
 class ElasticsearchWriter:
     """Owns one client for writes; `close` it when done (DoFns: in `teardown`).
 
-    >>> writer = ElasticsearchWriter.open(config)  # doctest: +SKIP
-    >>> writer.ensure_chunk_index(384)  # doctest: +SKIP
-    >>> report = writer.write_chunks(records)  # doctest: +SKIP
+    Usage::
+
+        writer = ElasticsearchWriter.open(config)
+        writer.ensure_chunk_index(384)
+        report = writer.write_chunks(records)
     """
 
     def __init__(self, client: Elasticsearch, config: ElasticsearchConfig,

@@ -52,8 +52,10 @@ class EmbeddedStore:
     `search_chunks` reads only the hits' ids and identities (from `chunks.arrow`), and
     `contents` the records of the hits that are kept (a `LateContentPort`).
 
-    >>> store = EmbeddedStore.open("data/store")          # doctest: +SKIP
-    >>> store.search([SearchRequest(vector=(1.0, 0.0), k=3)])  # doctest: +SKIP
+    Usage::
+
+        store = EmbeddedStore.open("data/store")
+        store.search([SearchRequest(vector=(1.0, 0.0), k=3)])
     """
 
     def __init__(self, vectors: np.ndarray, records: Records,

@@ -56,8 +56,10 @@ class VersionLease:
     """A reader's hold on one version of a store; `release` it when done. While it is held, no
     commit removes the version, whatever it commits meanwhile.
 
-    >>> lease = VersionLease.take(Path("data/store"))  # doctest: +SKIP
-    >>> lease.folder.name  # doctest: +SKIP
+    Usage::
+
+        lease = VersionLease.take(Path("data/store"))
+        lease.folder.name
     '000007-3fa2b1c9'
     """
 

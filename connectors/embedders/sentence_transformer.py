@@ -59,8 +59,10 @@ class SentenceTransformerEmbedder:
     Loading takes seconds: build one per worker process and share it (the pipeline's Embed
     step does, through Beam's `Shared`).
 
-    >>> embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")  # doctest: +SKIP
-    >>> embedder.embed(["how do I parse json?"]).shape  # doctest: +SKIP
+    Usage::
+
+        embedder = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+        embedder.embed(["how do I parse json?"]).shape
     (1, 384)
     """
 

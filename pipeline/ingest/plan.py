@@ -146,7 +146,9 @@ class PlanChunks(beam.PTransform[beam.PCollection[Pending], PlanOutputs]):
     unique by construction (a document's path and a chunk's place in it), so no id is looked
     for twice and the plan needs no pass over every id before its first write.
 
-    >>> plan = pending | PlanChunks(catalog, "incremental", kept)  # doctest: +SKIP
+    Usage::
+
+        plan = pending | PlanChunks(catalog, "incremental", kept)
     """
 
     def __init__(self, catalog: beam.PCollection[StoredChunk], cleanup: Cleanup,

@@ -215,7 +215,9 @@ class _ThroughWriters(HandlesErrors,
 class WriteChunks(_ThroughWriters[ToWrite]):
     """Writes chunk records, `batch_size` per call, counting the chunks added and updated.
 
-    >>> failures = records | WriteChunks(EmbeddedStoreTarget("data/store"))  # doctest: +SKIP
+    Usage::
+
+        failures = records | WriteChunks(EmbeddedStoreTarget("data/store"))
     """
 
     def __init__(self, target: ChunkTarget, batch_size: int = 500) -> None:
@@ -225,7 +227,9 @@ class WriteChunks(_ThroughWriters[ToWrite]):
 class DeleteChunks(_ThroughWriters[str]):
     """Deletes chunks by id, `batch_size` per call, counting them.
 
-    >>> failures = stale_ids | DeleteChunks(EmbeddedStoreTarget("data/store"))  # doctest: +SKIP
+    Usage::
+
+        failures = stale_ids | DeleteChunks(EmbeddedStoreTarget("data/store"))
     """
 
     def __init__(self, target: ChunkTarget, batch_size: int = 500) -> None:

@@ -167,7 +167,9 @@ class ReadNumberedLines(beam.PTransform[beam.pvalue.PBegin, beam.PCollection[Num
     """Reads a text file as (line number, bytes), split into blocks that a runner spreads over
     its workers; line numbers are exact whatever the split.
 
-    >>> lines = pipeline | ReadNumberedLines("queries.jsonl")  # doctest: +SKIP
+    Usage::
+
+        lines = pipeline | ReadNumberedLines("queries.jsonl")
     """
 
     def __init__(self, path: str, block_bytes: int = BLOCK_BYTES) -> None:

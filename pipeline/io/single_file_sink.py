@@ -151,7 +151,9 @@ class WriteToSingleFile(beam.PTransform[beam.PCollection[Any], beam.PCollection[
     """Writes every element into the one file `path` (replaced whole, at the end, if there),
     streaming; an empty input gives an empty file. Returns the path, once written.
 
-    >>> lines | WriteToSingleFile("out.jsonl", TextLines())  # doctest: +SKIP
+    Usage::
+
+        lines | WriteToSingleFile("out.jsonl", TextLines())
     """
 
     def __init__(self, path: str, part_format: PartFormat) -> None:

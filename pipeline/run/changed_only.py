@@ -76,7 +76,9 @@ class KeepChanged(beam.PTransform[beam.PCollection[QueryResult], ChangedOutputs]
     """QueryResult -> the ones whose evidence differs from `previous` (a PCollection of the
     previous run's results), and the ids only `previous` holds.
 
-    >>> changed = results | KeepChanged(previous_results)  # doctest: +SKIP
+    Usage::
+
+        changed = results | KeepChanged(previous_results)
     """
 
     def __init__(self, previous: beam.PCollection[QueryResult]) -> None:

@@ -35,9 +35,11 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
 
     Element-wise per query (no shuffle), so it runs on bounded and unbounded input alike.
 
-    >>> outputs = queries | EvidenceTransform(  # doctest: +SKIP
-    ...     settings, port_factory=open_port, embedder_factory=open_embedder)
-    >>> outputs.results, outputs.dead_letters  # doctest: +SKIP
+    Usage::
+
+        outputs = queries | EvidenceTransform(
+            settings, port_factory=open_port, embedder_factory=open_embedder)
+        outputs.results, outputs.dead_letters
     """
 
     def __init__(self, settings: Settings, *, port_factory: PortFactory,

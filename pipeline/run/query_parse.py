@@ -88,8 +88,10 @@ class ParseQueries(HandlesErrors,
     `dead_letter`). `repeated_ids`, (id, first line) pairs, dead-letters every later query
     holding one of those ids.
 
-    >>> parsed = lines | ParseQueries()  # doctest: +SKIP
-    >>> parsed.queries, parsed.dead_letter  # doctest: +SKIP
+    Usage::
+
+        parsed = lines | ParseQueries()
+        parsed.queries, parsed.dead_letter
     """
 
     def __init__(self, repeated_ids: beam.PCollection[tuple[str, int]] | None = None) -> None:
