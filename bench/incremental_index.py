@@ -23,7 +23,8 @@ from pathlib import Path
 
 from connectors.embedders.model_location import CACHE_ENV, MINILM, locate_model
 from pipeline.config.loader import load_settings
-from pipeline.ingest.job import IndexSummary, run_index
+from pipeline.ingest.index_summary import IndexSummary
+from pipeline.ingest.job import run_index
 
 WORDS = ["parse", "json", "file", "string", "list", "dict", "sort", "heap", "queue", "thread",
          "lock", "process", "pipe", "socket", "path", "directory", "archive", "compress", "hash",

@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from pipeline.cli.explain_report import explanation_text
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
-from pipeline.ingest.job import IndexSummary, run_index
+from pipeline.ingest.index_summary import IndexSummary
+from pipeline.ingest.job import run_index
 from pipeline.io.json_file import write_json_file
 from pipeline.io.local_paths import check_distinct, check_output_file, check_outside
 from pipeline.io.run_io import RunIO

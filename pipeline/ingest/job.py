@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -26,6 +25,7 @@ from pipeline.config.beam_options import job_pipeline, pipeline_options
 from pipeline.config.heap import run_to_completion
 from pipeline.config.settings import Settings
 from pipeline.ingest.documents import document_paths
+from pipeline.ingest.index_summary import IndexSummary
 from pipeline.ingest.kept import EVERYTHING, Kept
 from pipeline.ingest.plan import (
     Cleanup,
@@ -35,7 +35,7 @@ from pipeline.ingest.plan import (
     pending_document_chunk,
     pending_record,
 )
-from pipeline.ingest.sources import first_dimension, parse_chunk_line
+from pipeline.ingest.sources import duplicated_id, first_dimension, lines_with_id
 from pipeline.ingest.transforms import (
     FAILED,
     KEPT,
@@ -50,7 +50,7 @@ from pipeline.ingest.transforms import (
     internal_failures,
     record_to_write,
 )
-from pipeline.io.line_blocks import ReadNumberedLines, read_numbered_lines
+from pipeline.io.line_blocks import ReadNumberedLines
 from pipeline.io.local_paths import check_distinct, check_input_file, check_output_file
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
 from stages import counters
@@ -67,47 +67,6 @@ class Inputs(NamedTuple):
     failed: list[beam.PCollection[Failure]]
     kept: beam.PCollection[Kept]
     documents: beam.PCollection[str] | None = None
-
-
-@dataclass(frozen=True)
-class IndexSummary:
-    """What an `index` did: chunks added, updated, left unchanged, deleted and failed, texts
-    embedded, stale chunks kept because a failed read could have held them, seconds; whether
-    the store is new, the embedder, and a line worth reporting."""
-
-    added: int
-    updated: int
-    unchanged: int
-    deleted: int
-    failed: int
-    texts_embedded: int
-    kept_after_failure: int
-    seconds: float
-    created: bool
-    embedder: EmbedderInfo | None
-    note: str | None = None
-
-    @property
-    def indexed(self) -> int:
-        """Chunks written (added or updated)."""
-        return self.added + self.updated
-
-    @classmethod
-    def of(cls, totals: dict[str, int], seconds: float, created: bool,
-           embedder: EmbedderInfo | None, note: str | None) -> IndexSummary:
-        added, updated, unchanged, deleted, failed, embedded, kept = (
-            totals.get(name, 0) for name in counters.INDEX_SUMMARY)
-        return cls(added, updated, unchanged, deleted, failed, embedded, kept, seconds, created,
-                   embedder, note)
-
-    def to_dict(self) -> dict[str, object]:
-        return {"added": self.added, "updated": self.updated, "unchanged": self.unchanged,
-                "deleted": self.deleted, "failed": self.failed,
-                "texts_embedded": self.texts_embedded,
-                "kept_after_failure": self.kept_after_failure,
-                "seconds": round(self.seconds, 3),
-                "created": self.created,
-                "embedder": self.embedder.to_dict() if self.embedder else None}
 
 
 def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None = None,
@@ -181,7 +140,7 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
         result = run_to_completion(pipeline)
         totals = counters.totals(result)
         if totals.get(counters.DUPLICATE_IDS):  # the plan wrote and deleted nothing
-            raise InvalidInputError("id", _duplicated_id(chunks), "appears twice")
+            raise InvalidInputError("id", duplicated_id(chunks), "appears twice")
         if rebuild and totals.get(counters.CHUNK_INDEX_FAILURES):
             raise RebuildIncompleteError(totals[counters.CHUNK_INDEX_FAILURES])
         note = target.commit()
@@ -189,40 +148,12 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
         target.abort()
         if chunks is not None and error.field == "id":
             raise InvalidInputError("id", error.value, "appears twice, at " + ", ".join(
-                _lines_with_id(chunks, str(error.value))) + "; nothing was written") from None
+                lines_with_id(chunks, str(error.value))) + "; nothing was written") from None
         raise
     except BaseException:
         target.abort()
         raise
     return IndexSummary.of(totals, time.monotonic() - started, created, embedder, note)
-
-
-def _duplicated_id(chunks: str | None) -> str:
-    """The first id that a second line of `chunks` repeats (read again only to name it)."""
-    if chunks is None:
-        return "?"
-    seen: set[str] = set()
-    for number, line in read_numbered_lines(chunks):
-        try:
-            record_id = parse_chunk_line(chunks, number, line).id
-        except InvalidInputError:
-            continue
-        if record_id in seen:
-            return record_id
-        seen.add(record_id)
-    return "?"
-
-
-def _lines_with_id(chunks: str, record_id: str) -> list[str]:
-    """`file:line` of each chunk line whose id is `record_id` (to explain a duplicate)."""
-    found = []
-    for number, line in read_numbered_lines(chunks):
-        try:
-            if parse_chunk_line(chunks, number, line).id == record_id:
-                found.append(f"{chunks}:{number}")
-        except InvalidInputError:
-            continue
-    return found
 
 
 def _document_chunks(pipeline: beam.Pipeline, settings: Settings, root: str,

@@ -52,3 +52,31 @@ def first_dimension(chunks: str) -> int:
         except InvalidInputError:
             continue
     raise InvalidInputError("--chunks", chunks, "holds no valid chunk record")
+
+
+def duplicated_id(chunks: str | None) -> str:
+    """The first id that a second line of `chunks` repeats (read again only to name it)."""
+    if chunks is None:
+        return "?"
+    seen: set[str] = set()
+    for number, line in read_numbered_lines(chunks):
+        try:
+            record_id = parse_chunk_line(chunks, number, line).id
+        except InvalidInputError:
+            continue
+        if record_id in seen:
+            return record_id
+        seen.add(record_id)
+    return "?"
+
+
+def lines_with_id(chunks: str, record_id: str) -> list[str]:
+    """`file:line` of each chunk line whose id is `record_id` (to explain a duplicate)."""
+    found = []
+    for number, line in read_numbered_lines(chunks):
+        try:
+            if parse_chunk_line(chunks, number, line).id == record_id:
+                found.append(f"{chunks}:{number}")
+        except InvalidInputError:
+            continue
+    return found

@@ -18,7 +18,8 @@ from connectors.embedded.versions import current_version
 from connectors.embedder_port import EmbedderInfo, Purpose
 from connectors.embedders.hashing import HashingEmbedder
 from connectors.errors import EmbedderChangedError
-from pipeline.ingest.job import IndexSummary, run_index
+from pipeline.ingest.index_summary import IndexSummary
+from pipeline.ingest.job import run_index
 from tests.builders import FailingEmbedder, chunk_records, unit_vectors
 from tests.index_backends import Backend, backend, write_docs
 
