@@ -12,7 +12,6 @@ from pipeline.config.settings import Settings
 from pipeline.ingest.index_summary import IndexSummary
 from pipeline.ingest.job import run_index
 from pipeline.io.json_file import write_json_file
-from pipeline.io.local_paths import check_distinct, check_output_file, check_outside
 from pipeline.io.run_io import RunIO
 from pipeline.run.explain import explain, query_of
 from pipeline.run.job import run
@@ -25,15 +24,11 @@ def _settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
 def index_command(args: argparse.Namespace, beam_args: Sequence[str],
                   environ: Mapping[str, str]) -> int:
     settings = _settings(args, environ)
-    if args.summary:
-        check_output_file("--summary", args.summary)
-    check_distinct({"--config": args.config, "--chunks": args.chunks,
-                    "--failures": args.failures, "--summary": args.summary})
-    check_outside("--docs", args.docs, {"--failures": args.failures, "--summary": args.summary})
     summary = run_index(settings, chunks=args.chunks, docs=args.docs,
                         failures_path=args.failures, beam_args=beam_args,
                         follow_symlinks=args.follow_symlinks, cleanup=args.cleanup,
-                        rebuild=args.rebuild)
+                        rebuild=args.rebuild,
+                        summary_path=args.summary, config_path=args.config)
     if args.summary:
         described = {"store": _store_name(settings), "cleanup": args.cleanup,
                      "rebuild": args.rebuild, **summary.to_dict()}

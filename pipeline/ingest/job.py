@@ -51,7 +51,12 @@ from pipeline.ingest.transforms import (
     record_to_write,
 )
 from pipeline.io.line_blocks import ReadNumberedLines
-from pipeline.io.local_paths import check_distinct, check_input_file, check_output_file
+from pipeline.io.local_paths import (
+    check_distinct,
+    check_input_file,
+    check_output_file,
+    check_outside,
+)
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
 from stages import counters
 from stages.internal_errors import NamedErrorHandler
@@ -74,7 +79,8 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
               target: ChunkTarget | None = None,
               embedder_factory: EmbedderFactory | None = None,
               follow_symlinks: bool = False, cleanup: Cleanup = "incremental",
-              rebuild: bool = False) -> IndexSummary:
+              rebuild: bool = False, summary_path: str | None = None,
+              config_path: str | None = None) -> IndexSummary:
     """Brings the configured store to chunk records (`chunks`) or a folder of documents
     (`docs`), on whatever runner `beam_args` name, then commits; a failed job commits nothing.
 
@@ -82,7 +88,8 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
     are deleted (see `plan.CLEANUP_MODES`); `rebuild` re-embeds and rewrites everything (the
     only way to change the store's embedder). Chunks that fail (a bad line, a text that cannot
     be embedded, a write the store refused) are counted, logged, written to `failures_path`
-    when given, and the rest is committed.
+    when given, and the rest is committed. `summary_path` (written by the caller) and
+    `config_path` are checked with the job's own files before anything starts.
 
     Raises:
         EmbedderChangedError: the store holds chunks of another embedder, without `rebuild`.
@@ -93,9 +100,12 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
     options = pipeline_options(beam_args)
     if chunks is not None:
         check_input_file("--chunks", chunks)
-    if failures_path is not None:
-        check_output_file("--failures", failures_path)
-    check_distinct({"--chunks": chunks, "--failures": failures_path})
+    outputs = {"--failures": failures_path, "--summary": summary_path}
+    for flag, path in outputs.items():
+        if path is not None:
+            check_output_file(flag, path)
+    check_distinct({"--config": config_path, "--chunks": chunks, **outputs})
+    check_outside("--docs", docs, outputs)
     target = target or chunk_target_for(settings)
     paths = [str(p) for p in document_paths(docs)] if docs is not None else []
     embedder = None
