@@ -9,6 +9,11 @@ from typing import Protocol, runtime_checkable
 
 from connectors.chunk_record import ChunkRecord
 from connectors.embedder_port import EmbedderInfo
+from connectors.params import Bound
+
+WRITE_BATCH = Bound("search.write-batch-size", ge=1, le=100_000)
+DEFAULT_WRITE_BATCH = 500
+"""Chunks per write request (a `_bulk`, a store part): one setting for every backend."""
 
 
 @dataclass

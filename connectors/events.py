@@ -4,15 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-ES_REQUESTS, ES_RETRIES, ES_BACKOFF_MS, ES_FAILURES = ES_EVENTS = (
-    "es_requests", "es_retries", "es_backoff_ms", "es_failures")
+REQUESTS, RETRIES, BACKOFF_MS, REQUEST_FAILURES = REQUEST_EVENTS = (
+    "backend_requests", "backend_retries", "backend_backoff_ms", "backend_failures")
+"""A search service's requests (`_msearch`, `_bulk`, ...), its retries, the time spent backing
+off, and the requests that failed for good: counted by the retry loop of any backend that makes
+requests."""
+RENAMED = dict(zip(REQUEST_EVENTS, ("es_requests", "es_retries", "es_backoff_ms", "es_failures"),
+                   strict=True))
+"""The names these counters had while Elasticsearch was the only service that made requests: a
+run's `--summary` still writes them beside the new ones, deprecated."""
 HNSW_AUDITED, HNSW_EXPECTED, HNSW_FOUND, HNSW_SETTLED, HNSW_EF, HNSW_EXACT = HNSW_EVENTS = (
     "hnsw_audited_queries", "hnsw_audit_expected", "hnsw_audit_found", "hnsw_settlements",
     "hnsw_settled_ef_sum", "hnsw_exact_instead")
 """The HNSW search's audit: queries also searched exactly, the exact hits among them and how
 many of those the graph found; with `ef-search: auto`, each time a worker settles, the ef it
 settled on (summed: divide by settlements), and each time it found exact search cheaper."""
-EVENTS = ES_EVENTS + HNSW_EVENTS
+EVENTS = REQUEST_EVENTS + HNSW_EVENTS
 
 EventHook = Callable[[str, int], None]
 """Told of each of `EVENTS` as it happens, with an amount."""

@@ -6,8 +6,6 @@ from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.runner import PipelineResult
 
-from connectors.events import ES_EVENTS
-
 NAMESPACE = "rag_evidence"
 
 QUERIES = "queries"
@@ -40,7 +38,7 @@ SUMMARY = (
     QUERIES, RESULTS, DEAD_LETTERS, INTERNAL_ERRORS, CANDIDATES, DUPLICATES_MERGED, CAPPED,
     BELOW_MIN_SCORE, EVIDENCE_UNCHANGED, EVIDENCE_CHANGED, EVIDENCE_NEW, PREVIOUS_GONE,
     FALLBACK_IDENTITY, INVALID_CHUNK_INDEX, IDENTITY_CONFLICT, SEARCH_REQUESTS, TEXTS_EMBEDDED,
-    EMBEDDING_MS, *ES_EVENTS,
+    EMBEDDING_MS,
 )
 """Every counter a run reports, in the order the summary prints them."""
 

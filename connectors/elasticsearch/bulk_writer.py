@@ -21,17 +21,10 @@ from connectors.chunk_writer_port import WriteReport
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.failures import describe_body, is_retryable_status, not_an_answer
 from connectors.elasticsearch.layouts import chunk_source
-from connectors.elasticsearch.retry import (
-    Done,
-    ItemOutcome,
-    Reject,
-    Retry,
-    call_with_retries,
-    outcome_of,
-    retry_each,
-)
+from connectors.elasticsearch.retry import call_with_retries, outcome_of, retry_each
 from connectors.embedder_port import EmbedderInfo
 from connectors.events import EventHook, ignore_event
+from connectors.retry import Done, ItemOutcome, Reject, Retry
 from connectors.vectors import unit
 
 Document = tuple[str, Mapping[str, Any] | None]

@@ -8,28 +8,15 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, StrictBool
 
+from connectors.chunk_writer_port import DEFAULT_WRITE_BATCH, WRITE_BATCH
 from connectors.elasticsearch.layouts import PRESETS, LayoutName
 from connectors.params import PARAMS_CONFIG, Bound, Real, Whole, check_bounds, kebab
+from connectors.retry import RetryPolicy
 
 DEFAULT_API_KEY_ENV = "RAG_EVIDENCE_ES_API_KEY"
 DEFAULT_USERNAME_ENV = "RAG_EVIDENCE_ES_USERNAME"
 DEFAULT_PASSWORD_ENV = "RAG_EVIDENCE_ES_PASSWORD"
 RETRY_KEYS = ("max-attempts", "initial-backoff", "max-backoff")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded attempts with exponential backoff and full jitter. Settings:
-    `search.elasticsearch.{max-attempts, initial-backoff, max-backoff}`."""
-
-    __pydantic_config__: ClassVar = PARAMS_CONFIG
-
-    max_attempts: Annotated[Whole, Bound("search.elasticsearch.max-attempts", ge=1, le=20)] = 4
-    initial_backoff: Annotated[Real, Bound("search.elasticsearch.initial-backoff", ge=0)] = 0.2
-    max_backoff: Annotated[Real, Bound("search.elasticsearch.max-backoff", ge=0)] = 5.0
-
-    def __post_init__(self) -> None:
-        check_bounds(self)
 
 
 def _no_credentials_in_hosts(hosts: tuple[str, ...]) -> tuple[str, ...]:
@@ -69,9 +56,10 @@ class ElasticsearchConfig:
     username_env: str = DEFAULT_USERNAME_ENV
     password_env: str = DEFAULT_PASSWORD_ENV
     credentials_file: str | None = None
-    retry: RetryPolicy = RetryPolicy()
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     index_options: dict[str, Any] = field(default_factory=lambda: {"type": "int8_hnsw"})
-    bulk_chunk_size: Annotated[Whole, Bound(_ES + "bulk-chunk-size", ge=1)] = 500
+    bulk_chunk_size: Annotated[Whole, WRITE_BATCH] = DEFAULT_WRITE_BATCH
+    """Set from `search.write-batch-size` by the settings."""
     max_searches_per_request: Annotated[Whole, Bound(_ES + "max-searches-per-request",
                                                      ge=1, le=10_000)] = 64
 

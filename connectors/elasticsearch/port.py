@@ -15,11 +15,12 @@ from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.failures import describe_body, is_retryable_status, not_an_answer
 from connectors.elasticsearch.index_check import IndexFacts, check_index
 from connectors.elasticsearch.layouts import hit_metadata, identity_source_filter, source_filter
-from connectors.elasticsearch.retry import Done, ItemOutcome, Reject, Retry, retry_each
+from connectors.elasticsearch.retry import retry_each
 from connectors.elasticsearch.score_scale import cosine_scale
 from connectors.embedder_port import EmbedderInfo
 from connectors.errors import DimensionMismatchError, KnowledgeSearchError, SearchRejectedError
 from connectors.events import EventHook, ignore_event
+from connectors.retry import Done, ItemOutcome, Reject, Retry
 from connectors.search_port import (
     ChunkHits,
     ChunkOutcome,

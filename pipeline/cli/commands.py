@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 
 from pipeline.cli.explain_report import explanation_text
+from pipeline.config.backends import backend_of
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
 from pipeline.ingest.index_summary import IndexSummary
@@ -30,7 +31,8 @@ def index_command(args: argparse.Namespace, beam_args: Sequence[str],
                         rebuild=args.rebuild,
                         summary_path=args.summary, config_path=args.config)
     if args.summary:
-        described = {"store": _store_name(settings), "cleanup": args.cleanup,
+        described = {"store": backend_of(settings).display_name(settings),
+                     "cleanup": args.cleanup,
                      "rebuild": args.rebuild, **summary.to_dict()}
         write_json_file(args.summary, described)
     print(index_report(settings, summary, args.failures))
@@ -39,7 +41,7 @@ def index_command(args: argparse.Namespace, beam_args: Sequence[str],
 
 def index_report(settings: Settings, summary: IndexSummary, failures: str | None = None) -> str:
     """What an index did, where, with which embedder: the counts of `--summary` in words."""
-    where = _store_name(settings) + (" (created)" if summary.created else "")
+    where = backend_of(settings).display_name(settings) + (" (created)" if summary.created else "")
     embedder = summary.embedder.describe() if summary.embedder else "vectors from the chunk file"
     return (f"indexed into {where} ({embedder}): {summary.added} added, {summary.updated} "
             f"updated, {summary.unchanged} unchanged, {summary.deleted} deleted, "
@@ -50,12 +52,6 @@ def index_report(settings: Settings, summary: IndexSummary, failures: str | None
                "held them (they are deleted once the input reads whole)"
                if summary.kept_after_failure else "")
             + (f"\n{summary.note}" if summary.note else ""))
-
-
-def _store_name(settings: Settings) -> str:
-    if settings.search.backend == "elasticsearch":
-        return f"Elasticsearch index {settings.search.elasticsearch.index}"
-    return settings.search.embedded.path
 
 
 def run_command(args: argparse.Namespace, beam_args: Sequence[str],

@@ -1,61 +1,100 @@
-"""Picklable factories that open the configured port, embedder and chunk target in a worker.
+"""The backend registry: each search backend described once (`Backend`), looked up once from
+`search.backend` (`backend_of`). Nothing outside this module and the backends' own modules
+names a backend; adding one is a module like `embedded_backend.py`, its settings section, and
+one entry in `BACKENDS`.
 
-The Elasticsearch adapters are imported by the functions that return them: the client is slow
-to import (with aiohttp and httpx), which every other job (the embedded default among them)
-is spared."""
+Also the picklable factories that open the configured embedder in a worker."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
+from connectors import events
 from connectors.chunk_writer_port import ChunkTarget
-from connectors.embedded.store import EmbeddedStore
-from connectors.embedded.versions import VersionLease
-from connectors.embedded.writer import EmbeddedStoreTarget
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo, EmbedderPort
 from connectors.embedders import hashing, sentence_transformer
 from connectors.embedders.hashing import HashingEmbedder
 from connectors.embedders.sentence_transformer import SentenceTransformerEmbedder
 from connectors.errors import ConfigError
 from connectors.search_port import PortFactory
-from pipeline.config.settings import EmbedderSettings, Settings
-from stages import counters
+from pipeline.config import elasticsearch_backend, embedded_backend
+from pipeline.config.settings import BACKEND_NAMES, EmbedderSettings, Settings
+
+
+@dataclass(frozen=True)
+class Backend:
+    """What the pipeline needs of one search backend, each a function of the settings."""
+
+    name: str
+    """Its `search.backend` value (and its settings section, `search.<name>`)."""
+    noun: str
+    """What messages call it: "the embedded store"."""
+    port_factory: Callable[[Settings], PortFactory]
+    """The picklable factory of its `KnowledgeSearchPort`: each worker opens its own."""
+    pinned_port_factory: Callable[[Settings], AbstractContextManager[
+        tuple[PortFactory, Path | None]]]
+    """The port factory bound, for a block, to what the store holds now (and that version's
+    folder, for a store that has versions)."""
+    chunk_target: Callable[[Settings], ChunkTarget]
+    """Where `index` writes."""
+    display_name: Callable[[Settings], str]
+    """Where it is, in a report's words."""
+    identity: Callable[[Settings], str]
+    """Where it is, as a cache key: two settings that read the same data give the same one."""
+    described: Callable[[Settings, Path | None], dict[str, Any]]
+    """What a run's manifest records of it (no secret)."""
+    counters: tuple[str, ...] = ()
+    """The counters of its own that a run's summary reports."""
+
+
+EMBEDDED = Backend(
+    "embedded", "the embedded store", embedded_backend.port_factory,
+    embedded_backend.pinned_port_factory, embedded_backend.chunk_target,
+    embedded_backend.display_name, embedded_backend.identity, embedded_backend.described)
+ELASTICSEARCH = Backend(
+    "elasticsearch", "the Elasticsearch index", elasticsearch_backend.port_factory,
+    elasticsearch_backend.pinned_port_factory, elasticsearch_backend.chunk_target,
+    elasticsearch_backend.display_name, elasticsearch_backend.identity,
+    elasticsearch_backend.described, counters=events.REQUEST_EVENTS)
+BACKENDS = {backend.name: backend for backend in (EMBEDDED, ELASTICSEARCH)}
+assert tuple(BACKENDS) == BACKEND_NAMES, "settings accept exactly the registered backends"
+
+
+def backend_of(settings: Settings) -> Backend:
+    """The backend that `search.backend` names.
+
+    Raises:
+        ConfigError: an unknown backend (settings validation refuses one first).
+    """
+    name = settings.search.backend
+    if name not in BACKENDS:
+        raise ConfigError("search.backend", name, "is not a known backend")
+    return BACKENDS[name]
 
 
 def port_factory_for(settings: Settings) -> PortFactory:
-    """The factory of the port that `search.backend` names: the embedded store at
-    `search.embedded.path`, or the Elasticsearch index of `search.elasticsearch`. Picklable:
-    each worker opens its own port with it (nothing is opened here).
+    """The factory of the configured backend's port (picklable: each worker opens its own port
+    with it; nothing is opened here).
 
     Returns:
         A callable that opens the port; it raises `KnowledgeSearchError` (usually
         `StoreNotFoundError` or `SearchUnavailableError`) when the store cannot be opened.
-
-    Raises:
-        ConfigError: an unknown backend.
 
     >>> from pipeline.config.loader import load_settings
     >>> factory = port_factory_for(load_settings(overrides=["search.embedded.path=s"]))
     >>> factory.func.__qualname__
     'EmbeddedStore.open'
     """
-    backend = settings.search.backend
-    if backend == "embedded":
-        embedded = settings.search.embedded
-        return partial(EmbeddedStore.open, embedded.path, embedded.index, embedded.hnsw,
-                       counters.count)
-    if backend == "elasticsearch":
-        from connectors.elasticsearch.port import ElasticsearchPort
-
-        return partial(ElasticsearchPort.open, settings.search.elasticsearch, counters.count)
-    raise ConfigError("search.backend", backend, "is not a known backend")
+    return backend_of(settings).port_factory(settings)
 
 
-@contextlib.contextmanager
-def pinned_port_factory(settings: Settings) -> Iterator[tuple[PortFactory, Path | None]]:
+def pinned_port_factory(settings: Settings) -> AbstractContextManager[
+        tuple[PortFactory, Path | None]]:
     """The configured port's factory, bound for the block to the store as it is now: for the
     embedded store, to its current version, held (see `VersionLease`) until the block ends,
     so that every worker of a run reads that one version whatever `index` commits meanwhile.
@@ -64,26 +103,12 @@ def pinned_port_factory(settings: Settings) -> Iterator[tuple[PortFactory, Path 
     Raises:
         StoreNotFoundError: no embedded store at `search.embedded.path`.
     """
-    if settings.search.backend != "embedded":
-        yield port_factory_for(settings), None
-        return
-    embedded = settings.search.embedded
-    lease = VersionLease.take(Path(embedded.path))
-    try:
-        yield partial(EmbeddedStore.open, str(lease.folder), embedded.index,
-                      embedded.hnsw, counters.count), lease.folder
-    finally:
-        lease.release()
+    return backend_of(settings).pinned_port_factory(settings)
 
 
 def chunk_target_for(settings: Settings) -> ChunkTarget:
-    """Where `index` writes: the embedded store directory or the Elasticsearch index."""
-    if settings.search.backend == "elasticsearch":
-        from connectors.elasticsearch.target import ElasticsearchTarget
-
-        return ElasticsearchTarget(settings.search.elasticsearch, counters.count)
-    embedded = settings.search.embedded
-    return EmbeddedStoreTarget(embedded.path, embedded.index, embedded.hnsw)
+    """Where `index` writes: the configured backend's target."""
+    return backend_of(settings).chunk_target(settings)
 
 
 def embedder_factory_for(settings: Settings) -> EmbedderFactory:

@@ -6,11 +6,13 @@ Bounds are not declared here: each lives on the parameter type or stage that car
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from connectors.chunk_writer_port import DEFAULT_WRITE_BATCH, WRITE_BATCH
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.embedded.layout import IndexKind
 from connectors.embedded.vector_search import HnswParams
@@ -87,16 +89,47 @@ class EmbeddedStoreSettings(Section):
     hnsw: HnswParams = HnswParams()
 
 
+BackendName = Literal["embedded", "elasticsearch"]
+BACKEND_NAMES = get_args(BackendName)
+"""The backends of `pipeline/config/backends.py`'s registry, which checks that they agree."""
+RENAMED_KEYS = {("elasticsearch", "bulk-chunk-size"): "write-batch-size"}
+"""`search.*` keys that were renamed, and their new names: the old ones are still read, with a
+warning."""
+
+
 class SearchSettings(Section):
-    backend: Literal["embedded", "elasticsearch"] = "embedded"
+    backend: BackendName = "embedded"
     batch_size: Annotated[Whole, SEARCH_BATCH] = DEFAULT_SEARCH_BATCH
+    write_batch_size: Annotated[Whole, WRITE_BATCH] = DEFAULT_WRITE_BATCH
     embedded: EmbeddedStoreSettings = EmbeddedStoreSettings()
     elasticsearch: ElasticsearchConfig = ElasticsearchConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_keys_read(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for (section, old), new in RENAMED_KEYS.items():
+            spelled = data.get(section)
+            if isinstance(spelled, dict) and old in spelled:
+                _log.warning("search.%s.%s is deprecated: it is search.%s now", section, old,
+                             new)
+                data[section] = {k: v for k, v in spelled.items() if k != old}
+                data.setdefault(new, spelled[old])
+        return data
 
     @field_validator("elasticsearch", mode="before")
     @classmethod
     def _elasticsearch_as_spelled(cls, data: Any) -> Any:
         return ElasticsearchConfig.settings_input(data)
+
+    @model_validator(mode="after")
+    def _one_write_batch(self) -> SearchSettings:
+        if self.elasticsearch.bulk_chunk_size != self.write_batch_size:
+            es = dataclasses.replace(self.elasticsearch, bulk_chunk_size=self.write_batch_size)
+            object.__setattr__(self, "elasticsearch", es)  # frozen; set once, while validating
+        return self
 
 
 class EmbedderSettings(Section):

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pipeline.config.backends import backend_of
 from pipeline.config.settings import Settings
 from pipeline.eval.metrics import Scores, score_run
 from pipeline.eval.qrels import read_qrels
@@ -80,8 +81,6 @@ def eval_table(rows: Sequence[EvalRow], k: int) -> str:
 
 
 def _store_identity(settings: Settings) -> str:
-    search = settings.search
-    where = (search.embedded.path if search.backend == "embedded"
-             else f"{search.elasticsearch.hosts}/{search.elasticsearch.index}")
+    where = backend_of(settings).identity(settings)
     return f"{where}|{settings.embedder.model_dump_json()}|{settings.chunking.model_dump_json()}"
 

@@ -140,7 +140,7 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
             failed.append(embed_failed)
         else:
             to_write = plan.writes | "Records" >> beam.Map(record_to_write)
-        batch = settings.search.elasticsearch.bulk_chunk_size
+        batch = settings.search.write_batch_size
         written = to_write | "Write" >> WriteChunks(target, batch).with_error_handler(errors)
         deleted = plan.deletes | "Delete" >> DeleteChunks(target, batch).with_error_handler(errors)
         errors.close()

@@ -11,7 +11,12 @@ from pathlib import Path
 
 from connectors.embedder_port import EmbedderFactory
 from connectors.search_port import PortFactory
-from pipeline.config.backends import embedder_factory_for, embedder_info, pinned_port_factory
+from pipeline.config.backends import (
+    backend_of,
+    embedder_factory_for,
+    embedder_info,
+    pinned_port_factory,
+)
 from pipeline.config.beam_options import job_pipeline, pipeline_options
 from pipeline.config.heap import run_to_completion
 from pipeline.config.settings import Settings
@@ -65,7 +70,8 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
               io.results.location, settings.search.backend, settings.rag.recall.mode,
               settings.embedder.kind)
     embeds = settings.rag.recall.mode != "lexical"
-    refusal = preflight(port_factory, embedder_factory if embeds else None, io.queries, describe)
+    refusal = preflight(port_factory, embedder_factory if embeds else None, io.queries, describe,
+                        backend_of(settings).noun)
     with io.held():
         remove_manifests(io.manifests)
         started, began = time.monotonic(), _now()
@@ -73,7 +79,8 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
         build_pipeline(pipeline, settings, io, port_factory=port_factory,
                        embedder_factory=embedder_factory, embedder_refusal=refusal)
         result = run_to_completion(pipeline)
-        summary = summarize(result, time.monotonic() - started, io.counts)
+        summary = summarize(result, time.monotonic() - started, io.counts,
+                            backend_of(settings).counters)
         _warn_on_low_recall(summary, settings)
         write_manifests(io.manifests,
                         run_manifest(settings, io, summary, options, began, _now(), version))

@@ -15,9 +15,8 @@ from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from connectors.embedded.layout import MANIFEST_FILE
-from connectors.embedded.versions import current_version
 from connectors.errors import redact
+from pipeline.config.backends import backend_of
 from pipeline.config.beam_options import runner_name
 from pipeline.config.settings import Settings
 from pipeline.io.json_file import write_json_file
@@ -50,7 +49,7 @@ def run_manifest(settings: Settings, io: RunIO, summary: RunSummary, options: Pi
         "rag_evidence": _version(),
         "runner": runner_name(options),
         "settings_sha256": hashlib.sha256(settings.model_dump_json().encode()).hexdigest(),
-        "store": _store(settings, version),
+        "store": backend_of(settings).described(settings, version),
         "queries": {**_file(io.queries.path, digest=False),
                     "records": summary.counts.get("queries")},
         "results": _file(io.results.location) if is_local(io.results.location) else {
@@ -78,23 +77,6 @@ def _version() -> str:
         return metadata.version("rag-evidence")
     except metadata.PackageNotFoundError:
         return "unknown"
-
-
-def _store(settings: Settings, version: Path | None) -> dict[str, Any]:
-    search = settings.search
-    if search.backend == "elasticsearch":
-        es = search.elasticsearch
-        return {"backend": "elasticsearch", "hosts": [redact(h) for h in es.hosts],
-                "index": es.index, "embedder": settings.embedder.model_dump(by_alias=True)}
-    folder = version or current_version(Path(search.embedded.path))
-    manifest = folder / MANIFEST_FILE
-    described: dict[str, Any] = {"backend": "embedded", "path": search.embedded.path,
-                                 "version": folder.name}
-    if manifest.is_file():
-        text = manifest.read_bytes()
-        described |= {"manifest": json.loads(text),
-                      "manifest_sha256": hashlib.sha256(text).hexdigest()}
-    return described
 
 
 def _file(path: str, digest: bool = True) -> dict[str, Any]:

@@ -14,16 +14,15 @@ from stages.embed import needs_embedding
 from stages.models import Query
 
 PEEK_LINES = 1000
-_STORE_NAMES = {"EmbeddedStore": "the embedded store",
-                "ElasticsearchPort": "the Elasticsearch index"}
 _log = logging.getLogger(__name__)
 
 
 def preflight(port_factory: PortFactory, embedder_factory: EmbedderFactory | None,
               queries: QuerySource | None = None,
-              describe: Callable[[], EmbedderInfo] | None = None) -> RagEvidenceError | None:
+              describe: Callable[[], EmbedderInfo] | None = None, store: str = "the store"
+              ) -> RagEvidenceError | None:
     """Opens the port once (a missing store or unreachable cluster raises here), then checks
-    that the configured embedder can embed queries for this store.
+    that the configured embedder can embed queries for this store (`store` names it).
 
     `embedder_factory` is None when nothing will be embedded (lexical recall); `describe`, when
     given, says what it is without building it (a model is then not loaded here). An embedder
@@ -38,7 +37,6 @@ def preflight(port_factory: PortFactory, embedder_factory: EmbedderFactory | Non
     port = port_factory()
     try:
         dimension, recorded = port.dimension, port.embedder
-        store = _STORE_NAMES.get(type(port).__name__, "the store")
     finally:
         port.close()
     if embedder_factory is None:

@@ -13,6 +13,7 @@ from connectors import events
 from stages import counters
 
 REPORTED = counters.SUMMARY
+"""What every run reports; its backend adds its own counters (`Backend.counters`)."""
 _log = logging.getLogger(__name__)
 
 
@@ -21,6 +22,8 @@ class RunSummary:
     counts: dict[str, int]
     seconds: float
     from_metrics: bool = True
+    reported: tuple[str, ...] = REPORTED
+    """The counters the summary prints, in order."""
 
     @property
     def balanced(self) -> bool:
@@ -38,7 +41,9 @@ class RunSummary:
 
     def to_dict(self) -> dict[str, object]:
         """The summary as `run --summary FILE` writes it."""
-        return {"counts": self.counts, "seconds": round(self.seconds, 3),
+        renamed = {old: self.counts[new] for new, old in events.RENAMED.items()
+                   if new in self.counts}
+        return {"counts": self.counts | renamed, "seconds": round(self.seconds, 3),
                 "balanced": self.balanced, "from_metrics": self.from_metrics}
 
     def lines(self) -> list[str]:
@@ -47,7 +52,7 @@ class RunSummary:
         verdict = "ok" if self.balanced else "MISMATCH"
         return [
             *(f"{name:>22}: {c.get(name, 'n/a (the runner reports no metrics)')}"
-              for name in REPORTED),
+              for name in self.reported),
             *self._hnsw_lines(),
             f"{'seconds':>22}: {self.seconds:.2f}",
             f"{'queries/s':>22}: {rate:.1f}",
@@ -79,12 +84,15 @@ class RunSummary:
 
 
 def summarize(result: PipelineResult, seconds: float,
-              from_outputs: Callable[[], dict[str, int]]) -> RunSummary:
-    """The run's summary from its counters; a runner without metrics (or with none of ours)
-    gets the counts `from_outputs` reads off the job's files, and the others are n/a."""
+              from_outputs: Callable[[], dict[str, int]],
+              backend_counters: tuple[str, ...] = ()) -> RunSummary:
+    """The run's summary from its counters (`REPORTED`, then `backend_counters`); a runner
+    without metrics (or with none of ours) gets the counts `from_outputs` reads off the job's
+    files, and the others are n/a."""
+    reported = REPORTED + backend_counters
     totals = counters.totals(result)
     counted = {} if counters.QUERIES in totals else from_outputs()
     if not counted.get(counters.QUERIES):
-        return RunSummary(dict.fromkeys(REPORTED, 0) | totals, seconds)
+        return RunSummary(dict.fromkeys(reported, 0) | totals, seconds, reported=reported)
     _log.warning("the runner reported no metrics; the summary counts the job's files")
-    return RunSummary(counted, seconds, from_metrics=False)
+    return RunSummary(counted, seconds, from_metrics=False, reported=reported)

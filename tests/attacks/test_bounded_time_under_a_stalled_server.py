@@ -36,5 +36,5 @@ def test_a_stalled_server_fails_a_batch_of_64_after_a_bounded_number_of_requests
         port.close()
         searches = [p for p in proxy.paths if p.startswith("/_msearch")]
     assert all(isinstance(o, SearchUnavailableError) for o in outcomes)
-    assert len(searches) == events["es_requests"] <= 3 + (attempts - 1)
-    assert events["es_failures"] == 64
+    assert len(searches) == events["backend_requests"] <= 3 + (attempts - 1)
+    assert events["backend_failures"] == 64

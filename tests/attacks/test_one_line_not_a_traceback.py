@@ -61,7 +61,7 @@ def test_a_server_that_is_not_elasticsearch_is_retried_then_a_plain_failure(
         port.close()
     assert all(isinstance(o, SearchUnavailableError) for o in outcomes)
     assert "failed after 2 attempts" in str(outcomes[0])
-    assert events["es_retries"] == 1
+    assert events["backend_retries"] == 1
 
 
 @pytest.mark.live_es

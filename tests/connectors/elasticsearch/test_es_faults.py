@@ -61,10 +61,10 @@ def test_transient_faults_are_retried_then_answered(es_url: str, loaded_index: s
         port.close()
     assert _answered(outcomes) == EXPECTED
     if fault.startswith("delay"):  # a timed-out batch is searched again in halves
-        assert events["es_requests"] == 3 and events["es_retries"] == 0
+        assert events["backend_requests"] == 3 and events["backend_retries"] == 0
     else:
-        assert events["es_requests"] == 2 and events["es_retries"] == 1
-    assert events["es_failures"] == 0
+        assert events["backend_requests"] == 2 and events["backend_retries"] == 1
+    assert events["backend_failures"] == 0
 
 
 def test_a_fault_that_persists_fails_each_query_after_all_attempts(
@@ -77,7 +77,7 @@ def test_a_fault_that_persists_fails_each_query_after_all_attempts(
         assert proxy.requests == 3
     assert all(isinstance(o, SearchUnavailableError) for o in outcomes)
     assert "after 3 attempts" in str(outcomes[0]) and "HTTP 503" in str(outcomes[0])
-    assert events["es_failures"] == 3 and events["es_retries"] == 2
+    assert events["backend_failures"] == 3 and events["backend_retries"] == 2
 
 
 @pytest.mark.parametrize("fault", ["400", "breaker"])
@@ -89,7 +89,7 @@ def test_permanent_failures_are_not_retried(es_url: str, loaded_index: str, faul
         port.close()
         assert proxy.requests == 1
     assert all(isinstance(o, SearchRejectedError) for o in outcomes)
-    assert events["es_retries"] == 0
+    assert events["backend_retries"] == 0
 
 
 def test_a_throttled_sub_search_is_retried_alone(es_url: str, loaded_index: str) -> None:
@@ -99,11 +99,11 @@ def test_a_throttled_sub_search_is_retried_alone(es_url: str, loaded_index: str)
         outcomes = port.search(REQUESTS)
         port.close()
     assert _answered(outcomes) == EXPECTED
-    assert events["es_requests"] == 2 and events["es_retries"] == 1
+    assert events["backend_requests"] == 2 and events["backend_retries"] == 1
 
 
 def test_backoff_grows_exponentially_within_its_cap() -> None:
-    from connectors.elasticsearch.retry import backoff_seconds
+    from connectors.retry import backoff_seconds
 
     policy = RetryPolicy(max_attempts=10, initial_backoff=0.1, max_backoff=1.0)
     rng = random.Random(1)
@@ -192,7 +192,7 @@ def test_a_heavy_sub_search_that_times_out_fails_alone(es_url: str, loaded_index
         port.close()
     assert _answered(outcomes[:3]) == EXPECTED
     assert isinstance(outcomes[3], SearchUnavailableError)
-    assert events["es_failures"] == 1
+    assert events["backend_failures"] == 1
 
 
 def test_msearch_requests_hold_at_most_the_configured_number_of_sub_searches(

@@ -97,7 +97,8 @@ def test_text_queries_over_a_store_that_records_no_embedder_get_a_warning_naming
     with caplog.at_level("WARNING", logger="pipeline.run.preflight"):
         assert preflight(port, partial(HashingEmbedder, 8), query_source(vector)) is None
         assert _preflight_warnings(caplog) == []
-        assert preflight(port, partial(HashingEmbedder, 8), query_source(text)) is None
+        assert preflight(port, partial(HashingEmbedder, 8), query_source(text),
+                         store="the embedded store") is None
     assert _preflight_warnings(caplog) == [
         "the embedded store does not record the embedder that built it (indexes written by "
         "LangChain, LlamaIndex or Haystack never do): text queries are embedded with "

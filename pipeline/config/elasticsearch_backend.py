@@ -1,0 +1,52 @@
+"""An Elasticsearch index as a backend (`search.elasticsearch`).
+
+The adapters are imported by the functions that return them: the client is slow to import
+(with aiohttp and httpx), which every other job (the embedded default among them) is spared."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from connectors.chunk_writer_port import ChunkTarget
+from connectors.errors import redact
+from connectors.search_port import PortFactory
+from pipeline.config.settings import Settings
+from stages import counters
+
+
+def port_factory(settings: Settings) -> PortFactory:
+    from connectors.elasticsearch.port import ElasticsearchPort
+
+    return partial(ElasticsearchPort.open, settings.search.elasticsearch, counters.count)
+
+
+@contextlib.contextmanager
+def pinned_port_factory(settings: Settings) -> Iterator[tuple[PortFactory, Path | None]]:
+    """An index has no versions to pin: readers see each write once it refreshes."""
+    yield port_factory(settings), None
+
+
+def chunk_target(settings: Settings) -> ChunkTarget:
+    from connectors.elasticsearch.target import ElasticsearchTarget
+
+    return ElasticsearchTarget(settings.search.elasticsearch, counters.count)
+
+
+def display_name(settings: Settings) -> str:
+    return f"Elasticsearch index {settings.search.elasticsearch.index}"
+
+
+def identity(settings: Settings) -> str:
+    es = settings.search.elasticsearch
+    return f"{es.hosts}/{es.index}"
+
+
+def described(settings: Settings, version: Path | None) -> dict[str, Any]:
+    """The index as a run's manifest records it (hosts redacted; no secret is in settings)."""
+    es = settings.search.elasticsearch
+    return {"backend": "elasticsearch", "hosts": [redact(h) for h in es.hosts],
+            "index": es.index, "embedder": settings.embedder.model_dump(by_alias=True)}

@@ -1,0 +1,64 @@
+"""The embedded store as a backend: a folder of versions on this machine (`search.embedded`)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from connectors.chunk_writer_port import ChunkTarget
+from connectors.embedded.layout import MANIFEST_FILE
+from connectors.embedded.store import EmbeddedStore
+from connectors.embedded.versions import VersionLease, current_version
+from connectors.embedded.writer import EmbeddedStoreTarget
+from connectors.search_port import PortFactory
+from pipeline.config.settings import Settings
+from stages import counters
+
+
+def port_factory(settings: Settings) -> PortFactory:
+    embedded = settings.search.embedded
+    return partial(EmbeddedStore.open, embedded.path, embedded.index, embedded.hnsw,
+                   counters.count)
+
+
+@contextlib.contextmanager
+def pinned_port_factory(settings: Settings) -> Iterator[tuple[PortFactory, Path | None]]:
+    """Bound to the store's current version, held (see `VersionLease`) until the block ends."""
+    embedded = settings.search.embedded
+    lease = VersionLease.take(Path(embedded.path))
+    try:
+        yield partial(EmbeddedStore.open, str(lease.folder), embedded.index,
+                      embedded.hnsw, counters.count), lease.folder
+    finally:
+        lease.release()
+
+
+def chunk_target(settings: Settings) -> ChunkTarget:
+    embedded = settings.search.embedded
+    return EmbeddedStoreTarget(embedded.path, embedded.index, embedded.hnsw)
+
+
+def display_name(settings: Settings) -> str:
+    return settings.search.embedded.path
+
+
+identity = display_name
+
+
+def described(settings: Settings, version: Path | None) -> dict[str, Any]:
+    """The store as a run's manifest records it: its path, the version read and that
+    version's manifest with its hash."""
+    path = settings.search.embedded.path
+    folder = version or current_version(Path(path))
+    manifest = folder / MANIFEST_FILE
+    described: dict[str, Any] = {"backend": "embedded", "path": path, "version": folder.name}
+    if manifest.is_file():
+        text = manifest.read_bytes()
+        described |= {"manifest": json.loads(text),
+                      "manifest_sha256": hashlib.sha256(text).hexdigest()}
+    return described
