@@ -30,7 +30,7 @@ from connectors.embedders.sentence_transformer import SentenceTransformerEmbedde
 from pipeline.io.line_blocks import ReadNumberedLines
 from pipeline.run.query_parse import ParseQueries
 from stages.embed import EmbedQueries
-from stages.shared_embedder import SharedEmbedder
+from stages.support.shared_embedder import SharedEmbedder
 
 WORDS = ["parse", "json", "file", "string", "list", "dict", "sort", "heap", "queue", "thread",
          "lock", "process", "pipe", "socket", "path", "directory", "archive", "compress", "hash",

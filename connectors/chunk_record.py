@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from connectors.input_limits import Vector, check_text
+from core.input_limits import Vector, check_text
 
 
 class ChunkRecord(BaseModel):

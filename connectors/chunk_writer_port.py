@@ -9,7 +9,7 @@ from typing import Protocol, runtime_checkable
 
 from connectors.chunk_record import ChunkRecord
 from connectors.embedder_port import EmbedderInfo
-from connectors.params import Bound
+from core.params import Bound
 
 WRITE_BATCH = Bound("search.write-batch-size", ge=1, le=100_000)
 DEFAULT_WRITE_BATCH = 500
@@ -40,7 +40,7 @@ class ChunkWriter(Protocol):
     `teardown`).
 
     `write` adds a chunk or replaces the one of the same id, and records its fingerprint
-    (see `connectors.chunk_fingerprint`); `delete` removes chunks by id (an id the store does
+    (see `core.chunk_fingerprint`); `delete` removes chunks by id (an id the store does
     not hold counts as deleted). Both report a chunk they could not store or remove as a
     failure (never raise for one chunk); they raise `RagEvidenceError` only when the whole
     batch failed.

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from connectors.errors import RagEvidenceError
+from core.errors import RagEvidenceError
 
 _OWNED = re.compile(r"(?P<host>.+)-(?P<pid>\d+)-[0-9a-f]{8}$")
 

@@ -11,15 +11,15 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, ClassVar, Generic, TypeVar
 
-from connectors.errors import (
+from connectors.events import BACKOFF_MS, REQUEST_FAILURES, REQUESTS, RETRIES, EventHook
+from connectors.events import ignore_event as ignore_event
+from core.errors import (
     KnowledgeSearchError,
     SearchRejectedError,
     SearchUnavailableError,
     redact,
 )
-from connectors.events import BACKOFF_MS, REQUEST_FAILURES, REQUESTS, RETRIES, EventHook
-from connectors.events import ignore_event as ignore_event
-from connectors.params import PARAMS_CONFIG, Bound, Real, Whole, check_bounds
+from core.params import PARAMS_CONFIG, Bound, Real, Whole, check_bounds
 
 K = TypeVar("K", bound=Hashable)
 

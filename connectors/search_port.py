@@ -9,9 +9,9 @@ from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from connectors.chunk_identity import Identity, resolve_identity
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import KnowledgeSearchError
+from core.chunk_identity import Identity, resolve_identity
+from core.errors import KnowledgeSearchError
 
 FilterValue = str | int | float | bool
 

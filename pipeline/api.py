@@ -15,13 +15,13 @@ Usage::
 
 from connectors.chunk_record import ChunkRecord
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo, EmbedderPort
-from connectors.errors import (
+from connectors.search_port import KnowledgeSearchPort, PortFactory, SearchHit, SearchRequest
+from core.errors import (
     ConfigError,
     InvalidInputError,
     KnowledgeSearchError,
     RagEvidenceError,
 )
-from connectors.search_port import KnowledgeSearchPort, PortFactory, SearchHit, SearchRequest
 from pipeline.config.backends import embedder_factory_for, port_factory_for
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings

@@ -17,11 +17,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from connectors.chunk_identity import chunk_key, identity_metadata
 from connectors.chunk_record import ChunkRecord
 from connectors.embedded.memory import memory_port_factory, memory_store
 from connectors.embedder_port import EmbedderFactory
 from connectors.embedders.hashing import HashingEmbedder
+from core.chunk_identity import chunk_key, identity_metadata
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
 from stages.models import Query

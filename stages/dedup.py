@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Literal
 
-from stages.candidate_stage import CandidateStage
-from stages.counters import DUPLICATES_MERGED
 from stages.hit_merge import absorb
 from stages.models import Candidate
 from stages.ranking import ranked
+from stages.support.candidate_stage import CandidateStage
+from stages.support.counters import DUPLICATES_MERGED
 
 DedupKey = Literal["evidence-key", "source"]
 

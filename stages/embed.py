@@ -8,12 +8,12 @@ import apache_beam as beam
 from apache_beam import pvalue
 
 from connectors.embedder_port import EmbedderPort
-from connectors.errors import RagEvidenceError
-from stages.dead_letters import dead_letter
-from stages.internal_errors import HandlesErrors
+from core.errors import RagEvidenceError
 from stages.models import DeadLetter, EmbeddedQuery, Query
-from stages.per_query import GuardedDoFn
-from stages.shared_embedder import SharedEmbedder, embed_texts
+from stages.support.dead_letters import dead_letter
+from stages.support.internal_errors import HandlesErrors
+from stages.support.per_query import GuardedDoFn
+from stages.support.shared_embedder import SharedEmbedder, embed_texts
 
 
 def needs_embedding(query: Query) -> bool:

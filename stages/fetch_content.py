@@ -9,7 +9,6 @@ from typing import cast
 import apache_beam as beam
 from apache_beam import pvalue
 
-from connectors.errors import KnowledgeSearchError
 from connectors.search_port import (
     ContentRef,
     KnowledgeSearchPort,
@@ -17,10 +16,11 @@ from connectors.search_port import (
     PortFactory,
     can,
 )
-from stages.internal_errors import HandlesErrors
+from core.errors import KnowledgeSearchError
 from stages.models import Candidate, DeadLetter, QueryCandidates
-from stages.owning_dofn import OwningDoFn
-from stages.per_query import PerQueryDoFn
+from stages.support.internal_errors import HandlesErrors
+from stages.support.owning_dofn import OwningDoFn
+from stages.support.per_query import PerQueryDoFn
 
 ReadContents = Callable[[Sequence[ContentRef]], list[str]]
 """A `LateContentPort`'s `contents`."""

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Annotated, Literal
 
-from connectors.params import Bound, Real, Whole, check_bounds
-from stages.candidate_stage import CandidateStage
+from core.params import Bound, Real, Whole, check_bounds
 from stages.hit_merge import absorb
 from stages.models import Candidate
+from stages.support.candidate_stage import CandidateStage
 
 RRF_K = Bound("rag.recall.rrf-k", ge=1)
 WEIGHT = Bound("rag.recall.weights", ge=0)

@@ -6,13 +6,13 @@ from collections.abc import Callable, Sequence
 
 import apache_beam as beam
 
-from connectors import chunk_identity
-from connectors.chunk_identity import Identity, chunk_key, evidence_key
 from connectors.search_port import ContentRef
-from stages import counters
-from stages.internal_errors import HandlesErrors
+from core import chunk_identity
+from core.chunk_identity import Identity, chunk_key, evidence_key
 from stages.models import Candidate, QueryCandidates, QueryHits, RecalledHit, RetrieverHit
-from stages.per_query import PerQueryDoFn
+from stages.support import counters
+from stages.support.internal_errors import HandlesErrors
+from stages.support.per_query import PerQueryDoFn
 
 Report = Callable[[str], None]
 """Called with a counter name each time something worth counting happens."""
@@ -39,7 +39,7 @@ __all__ = ["IdentityNormalize", "chunk_key", "evidence_key", "normalize_identiti
 def to_candidate(recalled: RecalledHit, report: Report = _ignore) -> Candidate:
     """One hit as a candidate with its evidence key (see README, "Identity rules"); its
     identity was resolved from its metadata where the port read the hit
-    (`connectors.chunk_identity.resolve_identity`), and what that ran into is reported here."""
+    (`core.chunk_identity.resolve_identity`), and what that ran into is reported here."""
     hit = recalled.hit
     return _candidate(hit.id, hit.score, hit.identity, hit.content, hit.ref, recalled.reason,
                       recalled.recall_order, recalled.rank, report)

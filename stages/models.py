@@ -18,8 +18,8 @@ from pydantic import (
     model_validator,
 )
 
-from connectors.input_limits import Vector, check_filters, check_text
 from connectors.search_port import ChunkHit, ChunkHits, ContentRef, FilterValue
+from core.input_limits import Vector, check_filters, check_text
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
-from connectors.params import Bound
-from stages.candidate_stage import CandidateStage
-from stages.counters import CAPPED
+from core.params import Bound
 from stages.models import Candidate
 from stages.ranking import ranked
+from stages.support.candidate_stage import CandidateStage
+from stages.support.counters import CAPPED
 
 MAX_CHUNKS_PER_DOCUMENT = Bound("rag.max-chunks-per-document", ge=1)
 

@@ -8,8 +8,7 @@ from typing import Annotated, Any, ClassVar, Protocol
 
 import apache_beam as beam
 
-from connectors.params import PARAMS_CONFIG, Bound, Whole, check_bounds
-from stages.internal_errors import HandlesErrors
+from core.params import PARAMS_CONFIG, Bound, Whole, check_bounds
 from stages.models import (
     Candidate,
     EvidenceBlock,
@@ -18,8 +17,9 @@ from stages.models import (
     QueryResult,
     block_fields,
 )
-from stages.per_query import PerQueryDoFn
 from stages.ranking import ranked
+from stages.support.internal_errors import HandlesErrors
+from stages.support.per_query import PerQueryDoFn
 
 
 @dataclass(frozen=True)

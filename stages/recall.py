@@ -8,8 +8,6 @@ from typing import Any, cast
 
 import apache_beam as beam
 
-from connectors.errors import KnowledgeSearchError, RagEvidenceError
-from connectors.params import Bound
 from connectors.search_port import (
     ChunkHits,
     ChunkOutcome,
@@ -19,18 +17,20 @@ from connectors.search_port import (
     SearchRequest,
     can,
 )
-from stages import counters
-from stages.dead_letters import dead_letter
-from stages.internal_errors import HandlesErrors
+from core.errors import KnowledgeSearchError, RagEvidenceError
+from core.params import Bound
 from stages.models import DeadLetter, EmbeddedQuery, QueryHits
-from stages.owning_dofn import OwningDoFn
-from stages.per_query import GuardedDoFn
 from stages.sub_queries import (
     DEFAULT_MAX_SUB_QUERIES,
     RecallMode,
     SubQuery,
     resolve_sub_queries,
 )
+from stages.support import counters
+from stages.support.dead_letters import dead_letter
+from stages.support.internal_errors import HandlesErrors
+from stages.support.owning_dofn import OwningDoFn
+from stages.support.per_query import GuardedDoFn
 
 _log = logging.getLogger(__name__)
 RETRIEVE_K = Bound("rag.retrieve-k", ge=1, le=10_000)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
-from stages.candidate_stage import CandidateStage
-from stages.counters import BELOW_MIN_SCORE
 from stages.models import Candidate
+from stages.support.candidate_stage import CandidateStage
+from stages.support.counters import BELOW_MIN_SCORE
 
 
 def above_floor(candidates: Sequence[Candidate], min_score: float) -> list[Candidate]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from connectors.errors import InvalidInputError, RagEvidenceError
-from connectors.params import Bound
+from core.errors import InvalidInputError, RagEvidenceError
+from core.params import Bound
 from stages.models import EmbeddedQuery
 
 RecallMode = Literal["dense", "lexical", "hybrid"]

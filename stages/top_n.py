@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
-from connectors.params import Bound
-from stages.candidate_stage import CandidateStage
+from core.params import Bound
 from stages.models import Candidate
 from stages.ranking import ranked
+from stages.support.candidate_stage import CandidateStage
 
 RETURN_N = Bound("rag.return-n", ge=1, le=10_000)
 

@@ -14,8 +14,6 @@ from elastic_transport import TransportError
 from elasticsearch import ApiError, Elasticsearch
 from elasticsearch.helpers import streaming_bulk
 
-from connectors.chunk_fingerprint import chunk_fingerprint
-from connectors.chunk_identity import document_of
 from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import WriteReport
 from connectors.elasticsearch.config import ElasticsearchConfig
@@ -25,7 +23,9 @@ from connectors.elasticsearch.retry import call_with_retries, outcome_of, retry_
 from connectors.embedder_port import EmbedderInfo
 from connectors.events import EventHook, ignore_event
 from connectors.retry import Done, ItemOutcome, Reject, Retry
-from connectors.vectors import unit
+from core.chunk_fingerprint import chunk_fingerprint
+from core.chunk_identity import document_of
+from core.vectors import unit
 
 Document = tuple[str, Mapping[str, Any] | None]
 """(id, source) to index; (id, None) to delete."""

@@ -14,8 +14,8 @@ from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.failures import not_an_answer
 from connectors.elasticsearch.layouts import CATALOG_FIELD
 from connectors.elasticsearch.retry import call_with_retries
-from connectors.errors import KnowledgeSearchError, SearchUnavailableError
 from connectors.events import EventHook, ignore_event
+from core.errors import KnowledgeSearchError, SearchUnavailableError
 
 PAGE_SIZE = 1000
 KEEP_ALIVE = "5m"

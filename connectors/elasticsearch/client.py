@@ -15,7 +15,7 @@ from connectors.elasticsearch.credentials import read_credentials
 from connectors.elasticsearch.failures import not_an_answer
 from connectors.elasticsearch.retry import call_with_retries
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import KnowledgeSearchError, SearchUnavailableError, redact
+from core.errors import KnowledgeSearchError, SearchUnavailableError, redact
 
 
 class _OrjsonNdjsonSerializer(NdjsonSerializer):

@@ -10,8 +10,8 @@ from pydantic import AfterValidator, StrictBool
 
 from connectors.chunk_writer_port import DEFAULT_WRITE_BATCH, WRITE_BATCH
 from connectors.elasticsearch.layouts import PRESETS, LayoutName
-from connectors.params import PARAMS_CONFIG, Bound, Real, Whole, check_bounds, kebab
 from connectors.retry import RetryPolicy
+from core.params import PARAMS_CONFIG, Bound, Real, Whole, check_bounds, kebab
 
 DEFAULT_API_KEY_ENV = "RAG_EVIDENCE_ES_API_KEY"
 DEFAULT_USERNAME_ENV = "RAG_EVIDENCE_ES_USERNAME"

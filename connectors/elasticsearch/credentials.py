@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from connectors.elasticsearch.config import ElasticsearchConfig
-from connectors.errors import ConfigError, register_secret
+from core.errors import ConfigError, register_secret
 
 Credentials = dict[str, str | tuple[str, str]]
 

@@ -8,7 +8,7 @@ from elastic_transport import ConnectionError as TransportConnectionError
 from elastic_transport import ConnectionTimeout, SerializationError, TlsError
 from elasticsearch import ApiError
 
-from connectors.errors import redact
+from core.errors import redact
 
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 

@@ -6,7 +6,6 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from connectors.chunk_identity import CHUNK_INDEX, DOC_ID, SOURCE
 from connectors.elasticsearch.client import (
     META_KEY,
     check_reachable,
@@ -18,7 +17,8 @@ from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.layouts import CATALOG_FIELD, CATALOG_MAPPING, extra_mapping
 from connectors.elasticsearch.retry import call_with_retries
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import ConfigError, DimensionMismatchError, EmbedderChangedError
+from core.chunk_identity import CHUNK_INDEX, DOC_ID, SOURCE
+from core.errors import ConfigError, DimensionMismatchError, EmbedderChangedError
 
 IDENTITY_FIELDS = {DOC_ID: {"type": "keyword"}, CHUNK_INDEX: {"type": "integer"},
                    SOURCE: {"type": "keyword"}}

@@ -10,7 +10,6 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from connectors.chunk_identity import CHUNK_INDEX_KEYS, DOC_ID_KEYS
 from connectors.elasticsearch.client import (
     check_reachable,
     index_mappings,
@@ -20,7 +19,8 @@ from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.layouts import LLAMA_DOC_ID_KEYS
 from connectors.elasticsearch.score_scale import DEFAULT_SIMILARITY, SIMILARITIES
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import ConfigError, DimensionMismatchError, StoreNotFoundError
+from core.chunk_identity import CHUNK_INDEX_KEYS, DOC_ID_KEYS
+from core.errors import ConfigError, DimensionMismatchError, StoreNotFoundError
 
 _log = logging.getLogger(__name__)
 _warned: set[str] = set()

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from connectors.chunk_identity import CHUNK_INDEX_KEYS, DOC_ID, DOC_ID_KEYS, SOURCE, SOURCE_KEYS
+from core.chunk_identity import CHUNK_INDEX_KEYS, DOC_ID, DOC_ID_KEYS, SOURCE, SOURCE_KEYS
 
 LayoutName = Literal["rag-evidence", "langchain", "llamaindex", "haystack"]
 LAYOUT_NAMES: tuple[LayoutName, ...] = ("rag-evidence", "langchain", "llamaindex", "haystack")

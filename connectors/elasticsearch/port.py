@@ -9,7 +9,6 @@ from typing import Any, TypeVar
 
 from elasticsearch import Elasticsearch
 
-from connectors.chunk_identity import resolve_identity
 from connectors.elasticsearch.client import open_client
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.failures import describe_body, is_retryable_status, not_an_answer
@@ -18,7 +17,6 @@ from connectors.elasticsearch.layouts import hit_metadata, identity_source_filte
 from connectors.elasticsearch.retry import retry_each
 from connectors.elasticsearch.score_scale import cosine_scale
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import DimensionMismatchError, KnowledgeSearchError, SearchRejectedError
 from connectors.events import EventHook, ignore_event
 from connectors.retry import Done, ItemOutcome, Reject, Retry
 from connectors.search_port import (
@@ -28,7 +26,9 @@ from connectors.search_port import (
     SearchOutcome,
     SearchRequest,
 )
-from connectors.vectors import NO_DIRECTION, unit_rows
+from core.chunk_identity import resolve_identity
+from core.errors import DimensionMismatchError, KnowledgeSearchError, SearchRejectedError
+from core.vectors import NO_DIRECTION, unit_rows
 
 H = TypeVar("H")
 """What one sub-search's hits are read as: `SearchHit`s, or `ChunkHits`."""

@@ -25,7 +25,7 @@ from connectors.embedded.lexical import build_lexical_index
 from connectors.embedded.parts import StagedParts
 from connectors.embedded.records_file import RecordFile, write_records
 from connectors.embedded.vector_search import HnswGraph, HnswParams, recall_against_exact
-from connectors.errors import InvalidInputError
+from core.errors import InvalidInputError
 
 _DIGITS = re.compile(r"(\d+)")
 _COPY_ROWS = 65_536

@@ -18,11 +18,11 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from connectors.chunk_identity import Identity, resolve_identity
 from connectors.chunk_writer_port import StoredChunk
 from connectors.embedded.layout import CHUNKS_FILE, OFFSETS_FILE, RECORDS_FILE, damaged
 from connectors.embedded.records_file import RecordFile
-from connectors.errors import StoreNotFoundError
+from core.chunk_identity import Identity, resolve_identity
+from core.errors import StoreNotFoundError
 
 _SCHEMA = pa.schema([("id", pa.string()), ("doc_id", pa.string()),
                      ("chunk_index", pa.int64()), ("source", pa.string()),

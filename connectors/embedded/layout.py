@@ -11,7 +11,7 @@ from typing import Any, Literal
 import numpy as np
 
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import StoreNotFoundError
+from core.errors import StoreNotFoundError
 
 VECTORS_FILE = "vectors.npy"
 RECORDS_FILE = "records.jsonl"

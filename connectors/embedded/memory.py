@@ -13,9 +13,9 @@ from connectors.chunk_record import ChunkRecord
 from connectors.embedded.lexical import STOPWORDS, LexicalIndex, bm25s_module, tokens
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import InvalidInputError
 from connectors.search_port import PortFactory
-from connectors.vectors import unit_rows
+from core.errors import InvalidInputError
+from core.vectors import unit_rows
 
 
 class MemoryRecords:

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-from connectors.chunk_fingerprint import chunk_fingerprint
 from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import WriteReport
 from connectors.embedded.chunk_table import ChunkTable
 from connectors.embedded.records_file import RecordFile, line_offsets
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import DimensionMismatchError
-from connectors.vectors import NO_DIRECTION, unit, unit_rows
+from core.chunk_fingerprint import chunk_fingerprint
+from core.errors import DimensionMismatchError
+from core.vectors import NO_DIRECTION, unit, unit_rows
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _LINES, _TABLE, _DELETED = ".jsonl", ".chunks.arrow", ".deleted.json"

@@ -11,9 +11,9 @@ from connectors.embedded.lexical import LexicalIndex
 from connectors.embedded.metadata_filter import FilterIndex
 from connectors.embedded.top_k import top_rows
 from connectors.embedded.vector_search import exact_neighbours, subset_neighbours
-from connectors.errors import DimensionMismatchError, KnowledgeSearchError
 from connectors.search_port import SearchRequest
-from connectors.vectors import NO_DIRECTION, unit_rows
+from core.errors import DimensionMismatchError, KnowledgeSearchError
+from core.vectors import NO_DIRECTION, unit_rows
 
 BLOCK_ROWS = 4096
 Rows = tuple[np.ndarray, np.ndarray]

@@ -31,7 +31,6 @@ from connectors.embedded.vector_search import DEFAULT_HNSW, HnswGraph, HnswParam
 from connectors.embedded.version_parts import disagree, opened_parts
 from connectors.embedded.versions import VersionLease
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import ConfigError, KnowledgeSearchError, StoreNotFoundError
 from connectors.events import EventHook, ignore_event
 from connectors.search_port import (
     ChunkHits,
@@ -41,6 +40,7 @@ from connectors.search_port import (
     SearchOutcome,
     SearchRequest,
 )
+from core.errors import ConfigError, KnowledgeSearchError, StoreNotFoundError
 
 
 class EmbeddedStore:

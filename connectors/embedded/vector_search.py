@@ -15,7 +15,7 @@ import faiss
 import numpy as np
 
 from connectors.embedded.top_k import top_rows
-from connectors.params import PARAMS_CONFIG, Bound, Real, Whole, check_bounds
+from core.params import PARAMS_CONFIG, Bound, Real, Whole, check_bounds
 
 # faiss >= 1.11 computes batches of fewer than 128,000 queries (its default threshold) one query
 # at a time without BLAS, far slower than with it (docs/benchmarks.md). Every batch of 16

@@ -17,7 +17,7 @@ from connectors.embedded.layout import (
     mapped_array,
 )
 from connectors.embedded.records_file import RecordFile
-from connectors.errors import StoreNotFoundError
+from core.errors import StoreNotFoundError
 
 
 def opened_parts(root: Path, manifest: Manifest

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from connectors.embedded.layout import MANIFEST_FILE, STORE_FILES, Manifest
-from connectors.errors import StoreNotFoundError
 from connectors.ownership import owned_suffix, remove_stale
+from core.errors import StoreNotFoundError
 
 CURRENT_FILE = "CURRENT"
 VERSIONS_DIR = "versions"

@@ -17,13 +17,13 @@ from connectors.embedded.vector_search import DEFAULT_HNSW, HnswParams
 from connectors.embedded.version_parts import opened_parts
 from connectors.embedded.versions import collect, current_version, publish
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import (
+from connectors.ownership import lock_of, owned_suffix, release, remove_stale, take
+from core.errors import (
     DimensionMismatchError,
     EmbedderChangedError,
     InvalidInputError,
     StoreNotFoundError,
 )
-from connectors.ownership import lock_of, owned_suffix, release, remove_stale, take
 
 _STAGING, _BUILDING = ".staging-", ".new-"
 """Work folders beside the store, named after their owner (see `connectors.ownership`)."""

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from connectors.embedder_port import EMBEDDER_DIM, EmbedderInfo, Purpose
-from connectors.errors import InvalidInputError
+from core.errors import InvalidInputError
 
 KIND = "hashing"
 DEFAULT_DIMENSION = 384

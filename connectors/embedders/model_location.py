@@ -17,7 +17,7 @@ import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from connectors.errors import ConfigError
+from core.errors import ConfigError
 
 CACHE_ENV = "RAG_EVIDENCE_MODEL_CACHE"
 MINILM = "all-MiniLM-L6-v2"

@@ -14,7 +14,7 @@ import numpy as np
 from connectors.embedder_port import EmbedderInfo, Purpose
 from connectors.embedders.model_fingerprint import model_fingerprint
 from connectors.embedders.model_location import locate_model
-from connectors.errors import ConfigError, InvalidInputError
+from core.errors import ConfigError, InvalidInputError
 
 KIND = "sentence-transformers"
 INSTALL_HINT = ("install the semantic extra: pip install 'rag-evidence[semantic]' "

@@ -14,7 +14,7 @@ from connectors.embedded.layout import OFFSETS_FILE, RECORDS_FILE
 from connectors.embedded.records_file import RecordFile
 from connectors.embedded.versions import current_version
 from connectors.embedders.model_location import MINILM, locate_model
-from connectors.errors import ConfigError
+from core.errors import ConfigError
 from pipeline.cli.commands import index_report
 from pipeline.cli.demo_report import DEMO_QUESTIONS, evidence_table
 from pipeline.config.loader import load_settings

@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, beam_args = _parser().parse_known_args(argv)
     configure_logging(args.verbose)
     # Imported once logging is set up: importing Beam logs warnings that the setup filters.
-    from connectors.errors import RagEvidenceError, redact
+    from core.errors import RagEvidenceError, redact
     from pipeline.cli.commands import explain_command, index_command, run_command
     from pipeline.cli.demo import demo_command
     from pipeline.eval.command import corpus_command, eval_command

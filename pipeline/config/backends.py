@@ -20,8 +20,8 @@ from connectors.embedder_port import EmbedderFactory, EmbedderInfo, EmbedderPort
 from connectors.embedders import hashing, sentence_transformer
 from connectors.embedders.hashing import HashingEmbedder
 from connectors.embedders.sentence_transformer import SentenceTransformerEmbedder
-from connectors.errors import ConfigError
 from connectors.search_port import PortFactory
+from core.errors import ConfigError
 from pipeline.config import elasticsearch_backend, embedded_backend
 from pipeline.config.settings import BACKEND_NAMES, EmbedderSettings, Settings
 

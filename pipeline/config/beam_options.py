@@ -15,7 +15,7 @@ from apache_beam.runners.portability.fn_api_runner.fn_runner import (
 from apache_beam.runners.portability.portable_runner import JobServiceHandle
 from apache_beam.runners.runner import PipelineRunner, create_runner
 
-from connectors.errors import ConfigError
+from core.errors import ConfigError
 
 TYPE_CHECK_AT_CONSTRUCTION = False
 """Whether our jobs have Beam type-check their graphs as it builds them. The graphs are fixed,

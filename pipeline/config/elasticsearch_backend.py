@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from connectors.chunk_writer_port import ChunkTarget
-from connectors.errors import redact
 from connectors.search_port import PortFactory
+from core.errors import redact
 from pipeline.config.settings import Settings
-from stages import counters
+from stages.support import counters
 
 
 def port_factory(settings: Settings) -> PortFactory:

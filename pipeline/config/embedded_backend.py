@@ -17,7 +17,7 @@ from connectors.embedded.versions import VersionLease, current_version
 from connectors.embedded.writer import EmbeddedStoreTarget
 from connectors.search_port import PortFactory
 from pipeline.config.settings import Settings
-from stages import counters
+from stages.support import counters
 
 
 def port_factory(settings: Settings) -> PortFactory:

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from connectors.errors import ConfigError
+from core.errors import ConfigError
 from pipeline.config.fields import annotation_at, section_keys
 
 UNKNOWN_KEY = ("extra_forbidden", "unexpected_keyword_argument")

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from connectors.params import kebab
+from core.params import kebab
 
 
 def section_keys(section: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from connectors.errors import ConfigError
+from core.errors import ConfigError
 from pipeline.config.errors import Provenance, config_error, leaf_paths
 from pipeline.config.fields import annotation_at, is_text
 from pipeline.config.settings import FOLDED, Settings

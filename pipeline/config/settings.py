@@ -1,7 +1,7 @@
 """The settings model: every key and its default (kebab-case keys, as in YAML).
 
 Bounds are not declared here: each lives on the parameter type or stage that carries it
-(`connectors.params.Bound`), and the sections nest those types or name their bounds.
+(`core.params.Bound`), and the sections nest those types or name their bounds.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.embedded.layout import IndexKind
 from connectors.embedded.vector_search import HnswParams
 from connectors.embedder_port import EMBEDDER_DIM
-from connectors.params import Bound, Real, Whole, kebab
+from core.params import Bound, Real, Whole, kebab
 from stages.dedup import DedupKey
 from stages.fusion import RRF_K, RetrieverFamily, RrfSettings, Weight
 from stages.per_doc_cap import MAX_CHUNKS_PER_DOCUMENT

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from connectors.errors import ConfigError
+from core.errors import ConfigError
 from pipeline.eval.runner import EvalRow
 
 INSTALL_HINT = "install the plot extra: pip install 'rag-evidence[plot]'"

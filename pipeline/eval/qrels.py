@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from connectors.chunk_identity import is_evidence_key
-from connectors.errors import InvalidInputError
+from core.chunk_identity import is_evidence_key
+from core.errors import InvalidInputError
 
 Level = Literal["chunk", "document"]
 

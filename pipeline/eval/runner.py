@@ -16,7 +16,7 @@ from pipeline.eval.qrels import read_qrels
 from pipeline.ingest.job import run_index
 from pipeline.io.result_sink import read_results
 from pipeline.run.job import run_job
-from stages import counters
+from stages.support import counters
 
 _log = logging.getLogger(__name__)
 CURVE_DEPTH = 20

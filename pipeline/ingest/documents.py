@@ -13,8 +13,8 @@ import stat
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from connectors.chunk_identity import identity_metadata
-from connectors.errors import DocumentError, InvalidInputError
+from core.chunk_identity import identity_metadata
+from core.errors import DocumentError, InvalidInputError
 from pipeline.ingest.chunking import chunk_text
 
 DOC_SUFFIXES = (".txt", ".md", ".markdown", ".rst")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from connectors.embedder_port import EmbedderInfo
-from stages import counters
+from stages.support import counters
 
 
 @dataclass(frozen=True)

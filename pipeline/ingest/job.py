@@ -14,7 +14,7 @@ from apache_beam.transforms.error_handling import CollectingErrorHandler, ErrorH
 
 from connectors.chunk_writer_port import ChunkTarget
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo
-from connectors.errors import InvalidInputError, RebuildIncompleteError
+from core.errors import InvalidInputError, RebuildIncompleteError
 from pipeline.config.backends import (
     chunk_target_for,
     embedder_factory_for,
@@ -58,9 +58,9 @@ from pipeline.io.local_paths import (
     check_outside,
 )
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
-from stages import counters
-from stages.internal_errors import NamedErrorHandler
-from stages.shared_embedder import SharedEmbedder
+from stages.support import counters
+from stages.support.internal_errors import NamedErrorHandler
+from stages.support.shared_embedder import SharedEmbedder
 
 
 class Inputs(NamedTuple):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from connectors.input_limits import loads
+from core.input_limits import loads
 from pipeline.io.line_blocks import decode_line
 from pipeline.io.records import Unreadable
 

@@ -15,14 +15,14 @@ from typing import Any, Literal, NamedTuple
 import apache_beam as beam
 from apache_beam import pvalue
 
-from connectors.chunk_fingerprint import chunk_fingerprint
-from connectors.chunk_identity import chunk_key, document_of
 from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import StoredChunk
 from connectors.embedder_port import EmbedderInfo
+from core.chunk_fingerprint import chunk_fingerprint
+from core.chunk_identity import chunk_key, document_of
 from pipeline.ingest.documents import DocumentChunk
 from pipeline.ingest.kept import NOTHING_KEPT, FoldedOnce, Kept, KeptSet
-from stages import counters
+from stages.support import counters
 
 Cleanup = Literal["none", "incremental", "full"]
 CLEANUP_MODES: tuple[Cleanup, ...] = ("none", "incremental", "full")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 from connectors.chunk_record import ChunkRecord
-from connectors.errors import InputLineError, InvalidInputError
-from connectors.input_limits import MAX_LINE_BYTES, loads
+from core.errors import InputLineError, InvalidInputError
+from core.input_limits import MAX_LINE_BYTES, loads
 from pipeline.io.line_blocks import decode_line, read_numbered_lines
 from pipeline.io.records import OverlongLine, Unreadable, UnreadableRest, unreadable_reason
 from pipeline.io.validation_messages import failures

@@ -10,10 +10,10 @@ from typing import TypeVar, cast
 import apache_beam as beam
 from apache_beam import pvalue
 
-from connectors.chunk_identity import chunk_key
 from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import ChunkTarget, ChunkWriter
-from connectors.errors import (
+from core.chunk_identity import chunk_key
+from core.errors import (
     DimensionMismatchError,
     DocumentError,
     InputLineError,
@@ -25,11 +25,11 @@ from pipeline.ingest.kept import Kept, kept_of_line
 from pipeline.ingest.plan import Pending, Planned
 from pipeline.ingest.sources import parse_chunk_line
 from pipeline.io.records import NumberedLine
-from stages import counters
-from stages.internal_errors import FailedElement, HandlesErrors
-from stages.owning_dofn import OwningDoFn
-from stages.progress import Progress
-from stages.shared_embedder import SharedEmbedder, embed_texts
+from stages.support import counters
+from stages.support.internal_errors import FailedElement, HandlesErrors
+from stages.support.owning_dofn import OwningDoFn
+from stages.support.progress import Progress
+from stages.support.shared_embedder import SharedEmbedder, embed_texts
 
 FAILED = "failed"
 KEPT = "kept"

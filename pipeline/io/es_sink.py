@@ -11,12 +11,12 @@ import apache_beam as beam
 
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.events import EventHook
-from stages import counters
-from stages.dead_letters import DEAD_LETTER
-from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, QueryResult
-from stages.owning_dofn import OwningDoFn
-from stages.per_query import GuardedDoFn
+from stages.support import counters
+from stages.support.dead_letters import DEAD_LETTER
+from stages.support.internal_errors import HandlesErrors
+from stages.support.owning_dofn import OwningDoFn
+from stages.support.per_query import GuardedDoFn
 
 if TYPE_CHECKING:
     from connectors.elasticsearch.writer import ElasticsearchWriter

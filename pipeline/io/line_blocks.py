@@ -20,7 +20,7 @@ import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from connectors.input_limits import MAX_LINE_BYTES
+from core.input_limits import MAX_LINE_BYTES
 from pipeline.io.records import NumberedLine, OverlongLine, UnreadableRest
 
 BOM = b"\xef\xbb\xbf"

@@ -12,7 +12,7 @@ from pathlib import Path
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from connectors.errors import InvalidInputError
+from core.errors import InvalidInputError
 
 _PEEK_BYTES = 64 * 1024
 _UTF16_32_MARKS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")

@@ -13,7 +13,7 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from connectors.errors import InvalidInputError
+from core.errors import InvalidInputError
 from pipeline.io.line_blocks import ReadNumberedLines, count_lines, read_numbered_lines
 from pipeline.io.parquet import ReadParquetQueries, is_parquet, parquet_rows, read_all_rows
 from pipeline.io.records import InputRecord

@@ -13,8 +13,8 @@ import apache_beam as beam
 from apache_beam.transforms.error_handling import ErrorHandler
 
 from connectors.elasticsearch.config import ElasticsearchConfig
-from connectors.errors import InvalidInputError
-from connectors.input_limits import MAX_LINE_BYTES
+from core.errors import InvalidInputError
+from core.input_limits import MAX_LINE_BYTES
 from pipeline.io.es_sink import WriteEvidenceToElasticsearch
 from pipeline.io.json_lines import to_json_line
 from pipeline.io.parquet import (
@@ -25,10 +25,10 @@ from pipeline.io.parquet import (
 from pipeline.io.query_source import QuerySource, query_source
 from pipeline.io.records import unreadable_reason
 from pipeline.io.single_file_sink import ParquetRows, TextLines, WriteToSingleFile
-from stages import counters
-from stages.internal_errors import per_query
 from stages.models import DeadLetter, QueryResult
-from stages.per_query import PerQueryDoFn
+from stages.support import counters
+from stages.support.internal_errors import per_query
+from stages.support.per_query import PerQueryDoFn
 
 ES_SCHEME = "es://"
 DEAD_LETTER_SUFFIX = ".dead-letter.jsonl"

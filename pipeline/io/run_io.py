@@ -10,8 +10,8 @@ from pathlib import Path
 from apache_beam.io.filesystems import FileSystems
 
 from connectors.elasticsearch.config import ElasticsearchConfig
-from connectors.errors import InvalidInputError
 from connectors.ownership import held, lock_of
+from core.errors import InvalidInputError
 from pipeline.io.line_blocks import count_lines
 from pipeline.io.local_paths import (
     check_distinct,
@@ -22,7 +22,7 @@ from pipeline.io.local_paths import (
 from pipeline.io.parquet import is_parquet
 from pipeline.io.query_source import QuerySource, query_source
 from pipeline.io.result_sink import ES_SCHEME, ResultFile, ResultSink, result_sink
-from stages import counters
+from stages.support import counters
 
 GONE_SUFFIX = ".gone.jsonl"
 MANIFEST_SUFFIX = ".manifest.json"

@@ -9,8 +9,8 @@ import apache_beam as beam
 from apache_beam.transforms.error_handling import CollectingErrorHandler, ErrorHandler
 
 from connectors.embedder_port import EmbedderFactory
-from connectors.errors import RagEvidenceError
 from connectors.search_port import PortFactory
+from core.errors import RagEvidenceError
 from pipeline.config.backends import embedder_factory_for, port_factory_for
 from pipeline.config.settings import Settings
 from pipeline.io.json_lines import to_json_line
@@ -21,9 +21,9 @@ from pipeline.run.changed_only import KeepChanged
 from pipeline.run.evidence_transform import EvidenceTransform
 from pipeline.run.query_parse import ParseQueries
 from pipeline.run.repeated_ids import RepeatedQueryIds
-from stages.internal_errors import InternalDeadLetters
 from stages.models import QueryResult
-from stages.progress import LogProgress
+from stages.support.internal_errors import InternalDeadLetters
+from stages.support.progress import LogProgress
 
 
 def build_pipeline(

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from pipeline.config.settings import RagSettings
-from stages.candidate_stage import CandidateStage
 from stages.dedup import KeyedDedup
 from stages.fusion import RrfFusion
 from stages.models import Candidate
 from stages.per_doc_cap import PerDocCap
 from stages.score_floor import ScoreFloor
+from stages.support.candidate_stage import CandidateStage
 from stages.top_n import TopN
 
 CANDIDATE_STEPS: tuple[Callable[[RagSettings], CandidateStage | None], ...] = (

@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 import apache_beam as beam
 from apache_beam import pvalue
 
-from stages import counters
 from stages.models import ProjectedItem, QueryResult
+from stages.support import counters
 
 GONE = "gone"
 SCORE_TOLERANCE = Decimal("0.000001")

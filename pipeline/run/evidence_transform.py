@@ -7,19 +7,19 @@ from typing import NamedTuple
 import apache_beam as beam
 
 from connectors.embedder_port import EmbedderFactory
-from connectors.errors import RagEvidenceError
 from connectors.search_port import PortFactory
+from core.errors import RagEvidenceError
 from pipeline.config.backends import embedder_tag
 from pipeline.config.settings import Settings
 from pipeline.run.chain import candidate_chain
 from stages.embed import EmbedQueries, not_embedded
 from stages.fetch_content import FetchContent
 from stages.identity import IdentityNormalize
-from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, EmbeddedQuery, Query, QueryResult
 from stages.projection import Project
 from stages.recall import Recall
-from stages.shared_embedder import SharedEmbedder
+from stages.support.internal_errors import HandlesErrors
+from stages.support.shared_embedder import SharedEmbedder
 
 
 class EvidenceOutputs(NamedTuple):

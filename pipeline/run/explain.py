@@ -10,8 +10,8 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from connectors.errors import InvalidInputError, KnowledgeSearchError, RagEvidenceError
 from connectors.search_port import KnowledgeSearchPort, LateContentPort, can
+from core.errors import InvalidInputError, KnowledgeSearchError, RagEvidenceError
 from pipeline.config.backends import embedder_factory_for, port_factory_for
 from pipeline.config.settings import Settings
 from pipeline.io.validation_messages import describe_validation_error

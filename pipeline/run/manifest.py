@@ -15,7 +15,7 @@ from typing import Any
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from connectors.errors import redact
+from core.errors import redact
 from pipeline.config.backends import backend_of
 from pipeline.config.beam_options import runner_name
 from pipeline.config.settings import Settings

@@ -6,8 +6,8 @@ import logging
 from collections.abc import Callable
 
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo
-from connectors.errors import DimensionMismatchError, EmbedderMismatchError, RagEvidenceError
 from connectors.search_port import PortFactory
+from core.errors import DimensionMismatchError, EmbedderMismatchError, RagEvidenceError
 from pipeline.io.query_source import QuerySource
 from pipeline.run.query_parse import parse_query_line
 from stages.embed import needs_embedding

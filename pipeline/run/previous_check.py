@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from connectors.errors import InvalidInputError
+from core.errors import InvalidInputError
 from pipeline.io.local_paths import is_local
 from pipeline.io.run_io import MANIFEST_SUFFIX
 from pipeline.run.manifest import file_sha256

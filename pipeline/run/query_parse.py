@@ -10,7 +10,7 @@ import apache_beam as beam
 from apache_beam import pvalue
 from pydantic import ValidationError
 
-from connectors.input_limits import MAX_LINE_BYTES, loads
+from core.input_limits import MAX_LINE_BYTES, loads
 from pipeline.io.line_blocks import decode_line
 from pipeline.io.records import (
     InputRecord,
@@ -21,10 +21,10 @@ from pipeline.io.records import (
 )
 from pipeline.io.validation_messages import describe_validation_error
 from pipeline.run.repeated_ids import repeated_id_letter
-from stages import counters
-from stages.internal_errors import HandlesErrors
 from stages.models import DeadLetter, Query
-from stages.per_query import PerQueryDoFn
+from stages.support import counters
+from stages.support.internal_errors import HandlesErrors
+from stages.support.per_query import PerQueryDoFn
 
 _SHOWN_CHARS = 10_000
 """How much of a line that is not JSON a dead letter keeps."""

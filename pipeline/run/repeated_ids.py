@@ -15,7 +15,7 @@ from typing import Any
 import apache_beam as beam
 import orjson
 
-from connectors.input_limits import check_text, loads
+from core.input_limits import check_text, loads
 from pipeline.io.line_blocks import decode_line
 from pipeline.io.records import InputRecord, OverlongLine, UnreadableRest
 from stages.models import DeadLetter, Query

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from apache_beam.runners.runner import PipelineResult
 
 from connectors import events
-from stages import counters
+from stages.support import counters
 
 REPORTED = counters.SUMMARY
 """What every run reports; its backend adds its own counters (`Backend.counters`)."""

@@ -11,7 +11,7 @@ import pytest
 
 from connectors.embedders.model_fingerprint import model_fingerprint
 from connectors.embedders.model_location import locate_model
-from connectors.errors import EmbedderChangedError
+from core.errors import EmbedderChangedError
 from pipeline.cli.main import main
 from pipeline.config.loader import load_settings
 from pipeline.ingest.job import run_index

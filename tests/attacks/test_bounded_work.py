@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from connectors.errors import ConfigError
-from connectors.input_limits import MAX_FILTER_KEYS, MAX_FILTER_VALUES
+from core.errors import ConfigError
+from core.input_limits import MAX_FILTER_KEYS, MAX_FILTER_VALUES
 from pipeline.config.loader import MAX_CONFIG_BYTES, load_settings
 from pipeline.run.query_parse import parse_query_line
 from stages.models import DeadLetter

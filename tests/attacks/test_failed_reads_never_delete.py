@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from connectors.errors import RebuildIncompleteError
+from core.errors import RebuildIncompleteError
 from pipeline.cli.main import main
 from pipeline.ingest.job import run_index
 from tests.builders import chunk_records, unit_vectors

@@ -12,9 +12,9 @@ import pytest
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.port import ElasticsearchPort
 from connectors.embedded.parts import EmbeddedPartWriter
-from connectors.errors import ConfigError, KnowledgeSearchError
 from connectors.search_port import SearchRequest
-from connectors.vectors import unit, unit_rows
+from core.errors import ConfigError, KnowledgeSearchError
+from core.vectors import unit, unit_rows
 from pipeline.config.loader import load_settings
 from tests.builders import chunk_records, embedded_store, unit_vectors
 from tests.pipeline.cli_runs import DIM, run_cli

@@ -11,7 +11,7 @@ import pytest
 from connectors.embedded.layout import Manifest
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.versions import current_version
-from connectors.errors import InvalidInputError
+from core.errors import InvalidInputError
 from pipeline.ingest.job import run_index
 from tests.builders import chunk_records, unit_vectors
 from tests.index_backends import Backend, backend

@@ -14,8 +14,8 @@ from connectors.elasticsearch.client import open_client
 from connectors.elasticsearch.config import ElasticsearchConfig, RetryPolicy
 from connectors.elasticsearch.index_check import IndexFacts
 from connectors.elasticsearch.port import ElasticsearchPort
-from connectors.errors import ConfigError, InvalidInputError, SearchUnavailableError
 from connectors.search_port import SearchRequest
+from core.errors import ConfigError, InvalidInputError, SearchUnavailableError
 from pipeline.config.loader import load_settings
 from pipeline.eval.qrels import read_qrels
 from tests.fault_proxy import FaultProxy

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from connectors.chunk_identity import Identity, resolve_any_identity, resolve_identity
+from core.chunk_identity import Identity, resolve_any_identity, resolve_identity
 
 DOC_IDS: list[Any] = ["a", " ", "", 7, None, True, 2**63]
 INDEXES: list[Any] = [0, 3, -1, 2**63, 2**63 - 1, True, 2.0, "4", None]

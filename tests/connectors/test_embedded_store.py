@@ -8,13 +8,13 @@ import pytest
 from connectors.chunk_record import ChunkRecord
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.writer import write_store
-from connectors.errors import (
+from connectors.search_port import KnowledgeSearchPort, SearchRequest
+from core.errors import (
     DimensionMismatchError,
     InvalidInputError,
     KnowledgeSearchError,
     StoreNotFoundError,
 )
-from connectors.search_port import KnowledgeSearchPort, SearchRequest
 from tests.builders import chunk_records, embedded_store, unit_vectors
 
 

@@ -18,8 +18,8 @@ from connectors.embedded.top_k import top_rows
 from connectors.embedded.vector_search import HnswParams
 from connectors.embedded.versions import current_version
 from connectors.embedded.writer import EmbeddedStoreTarget, write_store
-from connectors.errors import ConfigError, InvalidInputError, StoreNotFoundError
 from connectors.search_port import SearchRequest
+from core.errors import ConfigError, InvalidInputError, StoreNotFoundError
 from tests.builders import chunk_records, unit_vectors
 
 

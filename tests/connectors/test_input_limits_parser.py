@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from connectors.input_limits import loads
+from core.input_limits import loads
 
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**30, 10**30),
                      st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=20))

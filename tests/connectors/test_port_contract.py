@@ -16,8 +16,8 @@ from connectors.elasticsearch.index_admin import ensure_index
 from connectors.elasticsearch.port import ElasticsearchPort
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.writer import write_store
-from connectors.errors import KnowledgeSearchError
 from connectors.search_port import KnowledgeSearchPort, SearchRequest
+from core.errors import KnowledgeSearchError
 from pipeline.testing import memory_port_factory
 from tests.builders import chunk_records, unit_vectors
 

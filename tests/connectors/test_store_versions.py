@@ -17,8 +17,8 @@ from connectors.embedded.layout import MANIFEST_FILE, STORE_FILES
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.versions import CURRENT_FILE, VERSIONS_DIR, current_version
 from connectors.embedded.writer import write_store
-from connectors.errors import StoreNotFoundError
 from connectors.search_port import SearchHit, SearchRequest
+from core.errors import StoreNotFoundError
 from pipeline.config.backends import pinned_port_factory
 from pipeline.config.loader import load_settings
 from tests.builders import unit_vectors

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
-from connectors.input_limits import FLOAT32_MAX, Component, Vector, check_vector
+from core.input_limits import FLOAT32_MAX, Component, Vector, check_vector
 
 _FAST = TypeAdapter(Vector)
 _REFERENCE = TypeAdapter(tuple[Component, ...])

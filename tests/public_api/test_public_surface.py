@@ -38,7 +38,7 @@ def test_every_public_name_is_there_and_documented(module: object) -> None:
 
 
 @pytest.mark.parametrize("module", ["pipeline.testing", "pipeline.config.backends", "stages.models",
-                                    "pipeline.config.loader", "connectors.params",
+                                    "pipeline.config.loader", "core.params",
                                     "connectors.embedded.memory"])
 def test_the_usage_examples_in_docstrings_run(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module))

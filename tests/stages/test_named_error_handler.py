@@ -9,7 +9,7 @@ import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline.config.beam_options import job_pipeline, pipeline_options
-from stages.internal_errors import NamedErrorHandler
+from stages.support.internal_errors import NamedErrorHandler
 
 
 def _fails_on(bad: int) -> Callable[[int], int]:

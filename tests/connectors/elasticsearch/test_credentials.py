@@ -6,7 +6,7 @@ import pytest
 
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.credentials import read_credentials
-from connectors.errors import ConfigError
+from core.errors import ConfigError
 
 CONFIG = ElasticsearchConfig(hosts=("http://h:9200",), index="i")
 

@@ -8,7 +8,6 @@ from dataclasses import replace
 import pytest
 from elasticsearch import Elasticsearch
 
-from connectors.chunk_fingerprint import chunk_fingerprint
 from connectors.chunk_writer_port import StoredChunk
 from connectors.elasticsearch.bulk_writer import delete_chunks, write_chunks
 from connectors.elasticsearch.catalog import stored_chunks
@@ -16,7 +15,8 @@ from connectors.elasticsearch.client import index_mappings, recorded_embedder
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.index_admin import ensure_index
 from connectors.embedder_port import EmbedderInfo
-from connectors.errors import DimensionMismatchError, EmbedderChangedError
+from core.chunk_fingerprint import chunk_fingerprint
+from core.errors import DimensionMismatchError, EmbedderChangedError
 from tests.builders import chunk_records, unit_vectors
 
 pytestmark = pytest.mark.live_es

@@ -15,8 +15,8 @@ from connectors.elasticsearch.config import ElasticsearchConfig, RetryPolicy
 from connectors.elasticsearch.index_admin import ensure_index
 from connectors.elasticsearch.index_check import IndexFacts
 from connectors.elasticsearch.port import ElasticsearchPort
-from connectors.errors import SearchRejectedError, SearchUnavailableError
 from connectors.search_port import SearchRequest
+from core.errors import SearchRejectedError, SearchUnavailableError
 from tests.builders import chunk_records, unit_vectors
 from tests.fault_proxy import FaultProxy
 

@@ -12,14 +12,14 @@ from connectors.elasticsearch.bulk_writer import write_chunks
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.index_admin import ensure_index
 from connectors.elasticsearch.port import ElasticsearchPort
-from connectors.errors import (
+from connectors.search_port import KnowledgeSearchPort, SearchRequest
+from core.errors import (
     ConfigError,
     DimensionMismatchError,
     SearchRejectedError,
     SearchUnavailableError,
     StoreNotFoundError,
 )
-from connectors.search_port import KnowledgeSearchPort, SearchRequest
 from tests.builders import chunk_records, unit_vectors
 
 pytestmark = pytest.mark.live_es

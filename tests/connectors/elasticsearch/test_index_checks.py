@@ -10,7 +10,7 @@ import pytest
 
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.index_check import read_mapping
-from connectors.errors import ConfigError, StoreNotFoundError
+from core.errors import ConfigError, StoreNotFoundError
 
 HOST = "http://es.example:9200"
 TEXT_WITH_KEYWORD = {"type": "text", "fields": {"keyword": {"type": "keyword",

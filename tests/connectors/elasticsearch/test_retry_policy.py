@@ -12,8 +12,8 @@ from elastic_transport import ConnectionTimeout, TlsError
 from connectors.elasticsearch.config import RetryPolicy
 from connectors.elasticsearch.failures import describe
 from connectors.elasticsearch.retry import call_with_retries, retry_each
-from connectors.errors import SearchUnavailableError
 from connectors.retry import Done
+from core.errors import SearchUnavailableError
 
 POLICY = RetryPolicy(max_attempts=3, initial_backoff=0.0, max_backoff=0.0)
 

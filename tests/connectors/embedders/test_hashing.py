@@ -5,7 +5,7 @@ import pytest
 
 from connectors.embedder_port import EmbedderPort
 from connectors.embedders.hashing import HashingEmbedder
-from connectors.errors import ConfigError, InvalidInputError
+from core.errors import ConfigError, InvalidInputError
 
 
 def test_same_text_same_vector_and_unit_norm() -> None:

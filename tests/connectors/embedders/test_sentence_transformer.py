@@ -10,7 +10,7 @@ import pytest
 from connectors.embedder_port import EmbedderPort
 from connectors.embedders.model_location import locate_model
 from connectors.embedders.sentence_transformer import SentenceTransformerEmbedder
-from connectors.errors import ConfigError, InvalidInputError
+from core.errors import ConfigError, InvalidInputError
 
 pytestmark = pytest.mark.slow  # the model, loaded
 

@@ -13,9 +13,9 @@ from apache_beam.testing.util import assert_that, equal_to
 from connectors.embedders.hashing import HashingEmbedder
 from pipeline.cli.log_setup import with_worker_log_level
 from pipeline.cli.main import main
-from stages import progress
-from stages.progress import LogProgress, Progress
-from stages.shared_embedder import SharedEmbedder
+from stages.support import progress
+from stages.support.progress import LogProgress, Progress
+from stages.support.shared_embedder import SharedEmbedder
 from tests.builders import chunk_records, unit_vectors
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.errors import ConfigError
+from core.errors import ConfigError
 from pipeline.config.loader import load_settings
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from connectors.errors import ConfigError
+from core.errors import ConfigError
 from pipeline.config.loader import load_settings
 
 

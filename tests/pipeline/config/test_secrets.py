@@ -8,7 +8,7 @@ import pytest
 
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.credentials import read_credentials
-from connectors.errors import ConfigError, SearchUnavailableError, redact
+from core.errors import ConfigError, SearchUnavailableError, redact
 from pipeline.cli.main import main
 from pipeline.config.loader import load_settings
 from tests.es_server import free_port

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.errors import InvalidInputError
+from core.errors import InvalidInputError
 from pipeline.eval.metrics import ranked_ids, score_run
 from pipeline.eval.qrels import Qrels, read_qrels
 from stages.models import ChunkEvidence

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from connectors.errors import ConfigError
+from core.errors import ConfigError
 from pipeline.config.loader import load_settings
 from pipeline.ingest.chunking import chunk_text
 

@@ -17,7 +17,7 @@ from connectors.embedded.chunk_table import ChunkTable
 from connectors.embedded.versions import current_version
 from connectors.embedder_port import EmbedderInfo, Purpose
 from connectors.embedders.hashing import HashingEmbedder
-from connectors.errors import EmbedderChangedError
+from core.errors import EmbedderChangedError
 from pipeline.ingest.index_summary import IndexSummary
 from pipeline.ingest.job import run_index
 from tests.builders import FailingEmbedder, chunk_records, unit_vectors

@@ -11,7 +11,7 @@ import pytest
 from connectors.embedded.layout import RECORDS_FILE, Manifest
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.versions import current_version
-from connectors.errors import InvalidInputError
+from core.errors import InvalidInputError
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
 from pipeline.ingest.job import run_index

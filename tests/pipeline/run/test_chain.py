@@ -16,8 +16,8 @@ from pipeline.cli.main import main
 from pipeline.config.loader import load_settings
 from pipeline.run import chain
 from pipeline.run.evidence_transform import EvidenceTransform
-from stages.candidate_stage import CandidateStage
 from stages.models import Candidate, Query
+from stages.support.candidate_stage import CandidateStage
 from tests.builders import FailingEmbedder, chunk_records, embedded_store, unit_vectors
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.errors import ConfigError
+from core.errors import ConfigError
 from pipeline.cli.main import main
 from pipeline.config.loader import load_settings
 from pipeline.io.json_lines import to_json_line

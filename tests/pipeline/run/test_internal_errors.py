@@ -16,10 +16,10 @@ from connectors.embedder_port import EmbedderInfo
 from connectors.search_port import SearchOutcome, SearchRequest
 from pipeline.config.loader import load_settings
 from pipeline.run.job import run_job
-from stages.candidate_stage import CandidateStage
-from stages.internal_errors import InternalDeadLetters, per_query
 from stages.models import Candidate, DeadLetter, QueryCandidates
-from stages.per_query import GuardedDoFn
+from stages.support.candidate_stage import CandidateStage
+from stages.support.internal_errors import InternalDeadLetters, per_query
+from stages.support.per_query import GuardedDoFn
 from tests.builders import chunk
 
 

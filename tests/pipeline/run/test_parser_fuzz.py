@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from connectors.chunk_record import ChunkRecord
-from connectors.errors import InvalidInputError
+from core.errors import InvalidInputError
 from pipeline.ingest.sources import parse_chunk_line
 from pipeline.io.json_lines import to_json_line
 from pipeline.run.query_parse import parse_query_line

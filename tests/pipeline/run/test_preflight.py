@@ -12,7 +12,7 @@ from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.writer import write_store
 from connectors.embedder_port import EmbedderInfo
 from connectors.embedders.hashing import HashingEmbedder
-from connectors.errors import DimensionMismatchError, EmbedderMismatchError
+from core.errors import DimensionMismatchError, EmbedderMismatchError
 from pipeline.config.loader import load_settings
 from pipeline.io.query_source import query_source
 from pipeline.run import preflight as preflight_module

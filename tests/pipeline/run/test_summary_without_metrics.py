@@ -12,8 +12,8 @@ from pipeline.io.query_source import query_source
 from pipeline.io.result_sink import ElasticsearchResults
 from pipeline.io.run_io import RunIO
 from pipeline.run.summary import summarize
-from stages import counters
-from stages.counters import totals as counter_totals
+from stages.support import counters
+from stages.support.counters import totals as counter_totals
 
 
 class _NoMetricsResult(PipelineResult):

@@ -15,11 +15,11 @@ import apache_beam as beam
 from apache_beam import pvalue
 from apache_beam.transforms.error_handling import CollectingErrorHandler, ErrorHandler
 
-from connectors.errors import redact
-from stages import counters
-from stages.dead_letters import DEAD_LETTER
+from core.errors import redact
 from stages.models import DeadLetter, EmbeddedQuery, Query
-from stages.per_query import FAILED, GuardedDoFn
+from stages.support import counters
+from stages.support.dead_letters import DEAD_LETTER
+from stages.support.per_query import FAILED, GuardedDoFn
 
 FailedElement = tuple[Any, tuple[Any, str, Any]]
 """What Beam hands the error handler: (element, (exception type, repr, traceback))."""

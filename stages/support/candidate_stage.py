@@ -6,10 +6,10 @@ from collections.abc import Callable, Sequence
 
 import apache_beam as beam
 
-from stages import counters
-from stages.internal_errors import HandlesErrors
 from stages.models import Candidate, QueryCandidates
-from stages.per_query import PerQueryDoFn
+from stages.support import counters
+from stages.support.internal_errors import HandlesErrors
+from stages.support.per_query import PerQueryDoFn
 
 CandidateFn = Callable[[Sequence[Candidate]], list[Candidate]]
 

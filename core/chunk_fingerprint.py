@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from connectors.embedder_port import EmbedderInfo
+from core.embedder_info import EmbedderInfo
 
 FINGERPRINT_CHARS = 32
 

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from apache_beam.utils import shared
 
 from connectors.embedder_port import EmbedderFactory, EmbedderPort, Purpose
-from connectors.errors import RagEvidenceError
-from stages import counters
+from core.errors import RagEvidenceError
+from stages.support import counters
 
 _progress = logging.getLogger("rag_evidence.progress")
 Embedded = tuple[float, ...] | RagEvidenceError

@@ -7,8 +7,8 @@ from typing import TypeVar
 
 from apache_beam import pvalue
 
-from stages import counters
 from stages.models import DeadLetter, DeadLetterStage, Query
+from stages.support import counters
 
 T = TypeVar("T")
 

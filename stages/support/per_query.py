@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import apache_beam as beam
 from apache_beam import pvalue
 
-from stages.dead_letters import routed
+from stages.support.dead_letters import routed
 
 FAILED = "failed"
 """The tag of the elements whose step raised: (element, (exception type, repr, traceback))."""

@@ -14,7 +14,7 @@ settings spell them in kebab-case with no unknown key.
 >>> Budget(0)
 Traceback (most recent call last):
 ...
-connectors.params.OutOfBoundsError: config projection.items=0: must be at least 1
+core.params.OutOfBoundsError: config projection.items=0: must be at least 1
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Annotated, Any
 import annotated_types
 from pydantic import AfterValidator, BeforeValidator, ConfigDict
 
-from connectors.errors import ConfigError
+from core.errors import ConfigError
 
 
 def kebab(name: str) -> str:
