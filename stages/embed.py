@@ -94,5 +94,5 @@ class EmbedQueries(HandlesErrors, beam.PTransform[beam.PCollection[Query], pvalu
     def expand(self, queries: beam.PCollection[Query]) -> pvalue.DoOutputsTuple:
         batches = queries | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
                                                           max_batch_size=self._batch_size)
-        return self._per_query(batches, "EmbedTexts", self._fn, main="queries")
+        return self._guarded_step(batches, "EmbedTexts", self._fn, main="queries")
 

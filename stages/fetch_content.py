@@ -91,4 +91,4 @@ class FetchContent(HandlesErrors, beam.PTransform[beam.PCollection[QueryCandidat
         self._fn = _FetchDoFn(port_factory)
 
     def expand(self, element: beam.PCollection[QueryCandidates]) -> pvalue.DoOutputsTuple:
-        return self._per_query(element, "ReadContents", self._fn, main="candidates")
+        return self._guarded_step(element, "ReadContents", self._fn, main="candidates")

@@ -97,4 +97,4 @@ class IdentityNormalize(HandlesErrors, beam.PTransform[beam.PCollection[QueryHit
     """
 
     def expand(self, hits: beam.PCollection[QueryHits]) -> beam.PCollection[QueryCandidates]:
-        return self._per_query(hits, "IdentityNormalize", _NormalizeDoFn()).main
+        return self._guarded_step(hits, "IdentityNormalize", _NormalizeDoFn()).main

@@ -117,7 +117,7 @@ class Project(HandlesErrors,
         self._budget = budget
 
     def expand(self, pcoll: beam.PCollection[QueryCandidates]) -> beam.PCollection[QueryResult]:
-        return self._per_query(pcoll, "ProjectEvidence", _ProjectDoFn(self._budget)).main
+        return self._guarded_step(pcoll, "ProjectEvidence", _ProjectDoFn(self._budget)).main
 
 
 class _ProjectDoFn(PerQueryDoFn):

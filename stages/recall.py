@@ -154,4 +154,4 @@ class Recall(HandlesErrors,
     def expand(self, queries: beam.PCollection[EmbeddedQuery]) -> beam.pvalue.DoOutputsTuple:
         batches = queries | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
                                                           max_batch_size=self._batch_size)
-        return self._per_query(batches, "Search", self._fn, main="hits")
+        return self._guarded_step(batches, "Search", self._fn, main="hits")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-OURS = ("pipeline", "stages", "connectors", "rag_evidence")
+OURS = ("pipeline", "stages", "connectors", "core", "rag_evidence")
 PROGRESS = "rag_evidence.progress"
 THIRD_PARTY = ("apache_beam", "elastic_transport", "elasticsearch", "bm25s",
                "sentence_transformers", "transformers", "httpx", "urllib3")

@@ -37,8 +37,8 @@ from pipeline.ingest.plan import (
 )
 from pipeline.ingest.sources import duplicated_id, first_dimension, lines_with_id
 from pipeline.ingest.transforms import (
-    FAILED,
     KEPT,
+    NOT_INDEXED,
     READ,
     ChunkDocuments,
     DeleteChunks,
@@ -59,7 +59,7 @@ from pipeline.io.local_paths import (
 )
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
 from stages.support import counters
-from stages.support.internal_errors import NamedErrorHandler
+from stages.support.internal_errors import NamedErrorHandler, guarded_step
 from stages.support.shared_embedder import SharedEmbedder
 
 
@@ -170,14 +170,12 @@ def _document_chunks(pipeline: beam.Pipeline, settings: Settings, root: str,
                      paths: list[str], embedder: EmbedderInfo, errors: ErrorHandler,
                      follow_symlinks: bool) -> Inputs:
     """Documents -> chunks, fingerprinted as `embedder` will embed them."""
-    chunked = (pipeline
-               | "Documents" >> beam.Create(paths)
-               | "Chunk" >> beam.ParDo(ChunkDocuments(root, settings.chunking.max_chars,
-                                                      settings.chunking.overlap, follow_symlinks)
-                                       ).with_outputs(FAILED, KEPT, READ, main="chunks")
-               .with_exception_handling(error_handler=errors))
+    chunking = ChunkDocuments(root, settings.chunking.max_chars, settings.chunking.overlap,
+                              follow_symlinks)
+    chunked = guarded_step(pipeline | "Documents" >> beam.Create(paths), "Chunk", chunking,
+                           errors, main="chunks", tags=(NOT_INDEXED, KEPT, READ))
     pending = chunked.chunks | "Fingerprint" >> beam.Map(pending_document_chunk, embedder)
-    return Inputs(pending, [chunked[FAILED]], chunked[KEPT], chunked[READ])
+    return Inputs(pending, [chunked[NOT_INDEXED]], chunked[KEPT], chunked[READ])
 
 
 def _embedded(writes: beam.PCollection[Planned], settings: Settings,
@@ -187,22 +185,20 @@ def _embedded(writes: beam.PCollection[Planned], settings: Settings,
     batch = settings.embedder.batch_size
     embedder = SharedEmbedder(embedder_factory, embedder_tag(settings), settings.embedder.model)
     to_embed = beam.pvalue.AsSingleton(writes | "CountToEmbed" >> beam.combiners.Count.Globally())
-    embedded = (writes
-                | "Batch" >> beam.BatchElements(min_batch_size=batch, max_batch_size=batch)
-                | "Embed" >> beam.ParDo(EmbedChunks(embedder), to_embed).with_outputs(
-                    FAILED, main="records").with_exception_handling(error_handler=errors))
-    return embedded.records, embedded[FAILED]
+    batches = writes | "Batch" >> beam.BatchElements(min_batch_size=batch, max_batch_size=batch)
+    embedded = guarded_step(batches, "Embed", EmbedChunks(embedder), errors, to_embed,
+                            main="records", tags=(NOT_INDEXED,))
+    return embedded.records, embedded[NOT_INDEXED]
 
 
 def _chunk_file_records(pipeline: beam.Pipeline, path: str, dimension: int,
                         errors: ErrorHandler) -> Inputs:
     """Chunk-record lines -> parsed records of `dimension`, fingerprinted with their vectors."""
-    parsed = (pipeline
-              | "Lines" >> ReadNumberedLines(path)
-              | "Parse" >> beam.ParDo(ParseChunkLines(path, dimension)).with_outputs(
-                  FAILED, KEPT, main="records").with_exception_handling(error_handler=errors))
+    parsed = guarded_step(pipeline | "Lines" >> ReadNumberedLines(path), "Parse",
+                          ParseChunkLines(path, dimension), errors, main="records",
+                          tags=(NOT_INDEXED, KEPT))
     pending = parsed.records | "Fingerprint" >> beam.Map(pending_record)
-    return Inputs(pending, [parsed[FAILED]], parsed[KEPT])
+    return Inputs(pending, [parsed[NOT_INDEXED]], parsed[KEPT])
 
 
 def _write_failures(failures: tuple[beam.PCollection[Failure], ...], path: str) -> None:

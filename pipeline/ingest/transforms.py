@@ -28,10 +28,12 @@ from pipeline.io.records import NumberedLine
 from stages.support import counters
 from stages.support.internal_errors import FailedElement, HandlesErrors
 from stages.support.owning_dofn import OwningDoFn
+from stages.support.per_query import GuardedDoFn
 from stages.support.progress import Progress
 from stages.support.shared_embedder import SharedEmbedder, embed_texts
 
-FAILED = "failed"
+NOT_INDEXED = "not_indexed"
+"""The chunks that could not be indexed, as (where, why): the job's `--failures`."""
 KEPT = "kept"
 """What a failed read could have held (see `pipeline.ingest.kept`)."""
 READ = "read"
@@ -47,7 +49,7 @@ _log = logging.getLogger(__name__)
 def _failed(where: str, reason: str) -> pvalue.TaggedOutput:
     counters.count(counters.CHUNK_INDEX_FAILURES)
     _log.warning("chunk %s was not indexed: %s", where, reason)
-    return pvalue.TaggedOutput(FAILED, (where, reason))
+    return pvalue.TaggedOutput(NOT_INDEXED, (where, reason))
 
 
 def internal_failures(failed: FailedElement, chunks_path: str | None = None
@@ -79,7 +81,7 @@ def _places(element: object, chunks_path: str | None) -> Iterator[str]:
         yield str(element)
 
 
-class ParseChunkLines(beam.DoFn):
+class ParseChunkLines(GuardedDoFn):
     """(line number, text) -> ChunkRecord, or a failure naming `file:line`: a line that is no
     chunk record, or whose vector is not of the store's `dimension`; what a failed line could
     have held is tagged `kept`."""
@@ -88,7 +90,7 @@ class ParseChunkLines(beam.DoFn):
         self._path = path
         self._dimension = dimension
 
-    def process(self, line: NumberedLine) -> Iterator[ChunkRecord | pvalue.TaggedOutput]:
+    def answers(self, line: NumberedLine) -> Iterator[ChunkRecord | pvalue.TaggedOutput]:
         where = f"{self._path}:{line[0]}"
         try:
             record = parse_chunk_line(self._path, *line)
@@ -105,7 +107,7 @@ class ParseChunkLines(beam.DoFn):
         yield record
 
 
-class ChunkDocuments(beam.DoFn):
+class ChunkDocuments(GuardedDoFn):
     """Document path -> its chunks and its id tagged `read`, or a failure naming the path (see
     `read_document`) and its id tagged `kept`."""
 
@@ -114,7 +116,7 @@ class ChunkDocuments(beam.DoFn):
         self._root, self._follow = root, follow_symlinks
         self._max_chars, self._overlap = max_chars, overlap
 
-    def process(self, path: str) -> Iterator[DocumentChunk | pvalue.TaggedOutput]:
+    def answers(self, path: str) -> Iterator[DocumentChunk | pvalue.TaggedOutput]:
         doc = document_id(self._root, path)
         try:
             chunks = chunks_of(self._root, path, self._max_chars, self._overlap, self._follow,
@@ -127,7 +129,7 @@ class ChunkDocuments(beam.DoFn):
         yield pvalue.TaggedOutput(READ, doc)
 
 
-class EmbedChunks(beam.DoFn):
+class EmbedChunks(GuardedDoFn):
     """A batch of planned document chunks -> chunk records with evidence-key ids and identity
     metadata, embedded with the shared model (document prefix) in one call."""
 
@@ -135,7 +137,7 @@ class EmbedChunks(beam.DoFn):
         self._embedder = embedder
         self._progress: Progress | None = None
 
-    def process(self, batch: Sequence[Planned], to_embed: int = 0
+    def answers(self, batch: Sequence[Planned], to_embed: int = 0
                 ) -> Iterator[ToWrite | pvalue.TaggedOutput]:
         chunks = [cast(DocumentChunk, planned.pending.chunk) for planned in batch]
         try:
@@ -167,7 +169,7 @@ def record_to_write(planned: Planned) -> ToWrite:
     return cast(ChunkRecord, planned.pending.chunk), planned.replaces
 
 
-class _WriterDoFn(OwningDoFn[ChunkWriter]):
+class _WriterDoFn(OwningDoFn[ChunkWriter], GuardedDoFn):
     """Owns a ChunkWriter from `setup` to `teardown`."""
 
     def __init__(self, target: ChunkTarget) -> None:
@@ -175,7 +177,7 @@ class _WriterDoFn(OwningDoFn[ChunkWriter]):
 
 
 class _Write(_WriterDoFn):
-    def process(self, batch: Sequence[ToWrite]) -> Iterator[pvalue.TaggedOutput]:
+    def answers(self, batch: Sequence[ToWrite]) -> Iterator[pvalue.TaggedOutput]:
         report = self.owned().write([record for record, _ in batch])
         failed = {chunk_id for chunk_id, _ in report.failures}
         for record, replaces in batch:
@@ -186,7 +188,7 @@ class _Write(_WriterDoFn):
 
 
 class _Delete(_WriterDoFn):
-    def process(self, batch: Sequence[str]) -> Iterator[pvalue.TaggedOutput]:
+    def answers(self, batch: Sequence[str]) -> Iterator[pvalue.TaggedOutput]:
         report = self.owned().delete(batch)
         counters.count(counters.CHUNKS_DELETED, report.indexed)
         for chunk_id, reason in report.failures:
@@ -203,13 +205,10 @@ class _ThroughWriters(HandlesErrors,
         self._step, self._batch_size = step, batch_size
 
     def expand(self, items: beam.PCollection[T]) -> beam.PCollection[Failure]:
-        write = beam.ParDo(self._step).with_outputs(FAILED, main="written")
-        if self._error_handler is not None:  # a batch of chunks, not queries: Beam's wrapper
-            write = write.with_exception_handling(error_handler=self._error_handler)
-        return (items
-                | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
-                                                max_batch_size=self._batch_size)
-                | "Write" >> write)[FAILED]
+        batches = items | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
+                                                         max_batch_size=self._batch_size)
+        return self._guarded_step(batches, "Write", self._step, main="written",
+                                  tags=(NOT_INDEXED,))[NOT_INDEXED]
 
 
 class WriteChunks(_ThroughWriters[ToWrite]):

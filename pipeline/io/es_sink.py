@@ -67,6 +67,6 @@ class WriteEvidenceToElasticsearch(HandlesErrors, beam.PTransform[beam.PCollecti
 
     def expand(self, results: beam.PCollection[QueryResult]) -> beam.PCollection[DeadLetter]:
         batches = results | "Batch" >> beam.BatchElements(max_batch_size=self._batch_size)
-        return self._per_query(batches, "Bulk", _WriteEvidenceDoFn(self._config, self._index)
+        return self._guarded_step(batches, "Bulk", _WriteEvidenceDoFn(self._config, self._index)
                                )[DEAD_LETTER]
 

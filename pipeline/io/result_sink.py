@@ -27,7 +27,7 @@ from pipeline.io.records import unreadable_reason
 from pipeline.io.single_file_sink import ParquetRows, TextLines, WriteToSingleFile
 from stages.models import DeadLetter, QueryResult
 from stages.support import counters
-from stages.support.internal_errors import per_query
+from stages.support.internal_errors import guarded_step
 from stages.support.per_query import PerQueryDoFn
 
 ES_SCHEME = "es://"
@@ -80,7 +80,7 @@ class ResultFile(ResultSink):
 class JsonLinesResults(ResultFile):
     def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler,
               counted: bool = True) -> None:
-        lines = per_query(results, "ResultJson", _Encode(to_json_line, counted), errors)
+        lines = guarded_step(results, "ResultJson", _Encode(to_json_line, counted), errors)
         lines.main | "WriteResults" >> WriteToSingleFile(self.location, TextLines())
 
 
@@ -88,7 +88,7 @@ class JsonLinesResults(ResultFile):
 class ParquetResults(ResultFile):
     def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler,
               counted: bool = True) -> None:
-        rows = per_query(results, "ResultRow", _Encode(result_row, counted), errors)
+        rows = guarded_step(results, "ResultRow", _Encode(result_row, counted), errors)
         rows.main | "WriteResults" >> WriteToSingleFile(self.location, ParquetRows(RESULT_SCHEMA))
 
 

@@ -103,5 +103,5 @@ class ParseQueries(HandlesErrors,
         if repeated is None:
             repeated = lines.pipeline | "NoRepeatedIds" >> beam.Create([])
         first_lines = beam.pvalue.AsDict(repeated)
-        return self._per_query(lines, "ParseQueryLines", _ParseDoFn(), first_lines,
+        return self._guarded_step(lines, "ParseQueryLines", _ParseDoFn(), first_lines,
                                main="queries")

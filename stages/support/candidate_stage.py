@@ -30,7 +30,7 @@ class CandidateStage(HandlesErrors, beam.PTransform[beam.PCollection[QueryCandid
         return self._fn
 
     def expand(self, pcoll: beam.PCollection[QueryCandidates]) -> beam.PCollection[QueryCandidates]:
-        return self._per_query(pcoll, type(self).__name__,
+        return self._guarded_step(pcoll, type(self).__name__,
                                _CandidateDoFn(self._fn, self._dropped_counter)).main
 
 

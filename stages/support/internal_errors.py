@@ -1,9 +1,10 @@
-"""Anything unexpected raised while handling some queries becomes their dead letters.
+"""Anything unexpected raised while handling an element fails that element, not the job.
 
-One mechanism for every query step (`per_query`, with a `GuardedDoFn`): the failed element
-and its exception go to one error handler, in the records Beam's `with_exception_handling`
-gives it, and become dead letters of stage `internal` naming the exception. A step that works
-on a batch fails its whole batch.
+One mechanism for every step that can fail, in `run` and `index` alike (`guarded_step`, with a
+`GuardedDoFn`): the failed element and its exception go to one error handler, in the records
+Beam's `with_exception_handling` gives it. A run makes them dead letters of stage `internal`
+naming the exception (`InternalDeadLetters`); `index` makes them failures of the chunks they
+held. A step that works on a batch fails its whole batch.
 """
 
 from __future__ import annotations
@@ -25,14 +26,14 @@ FailedElement = tuple[Any, tuple[Any, str, Any]]
 """What Beam hands the error handler: (element, (exception type, repr, traceback))."""
 
 
-def per_query(pcoll: beam.PCollection[Any], label: str, fn: GuardedDoFn,
-              error_handler: ErrorHandler | None, *side_inputs: Any, main: str = "main"
-              ) -> pvalue.DoOutputsTuple:
+def guarded_step(pcoll: beam.PCollection[Any], label: str, fn: GuardedDoFn,
+                 error_handler: ErrorHandler | None, *side_inputs: Any, main: str = "main",
+                 tags: tuple[str, ...] = ()) -> pvalue.DoOutputsTuple:
     """`fn` applied to each element of `pcoll` (see `GuardedDoFn`), what it raises sent to
-    `error_handler` (None: it fails the pipeline); outputs `main` and `dead_letter`."""
+    `error_handler` (None: it fails the pipeline); outputs `main`, `dead_letter` and `tags`."""
     outputs = pcoll | label >> beam.ParDo(
         fn.guarded(error_handler is not None), *side_inputs
-    ).with_outputs(FAILED, DEAD_LETTER, main=main)
+    ).with_outputs(FAILED, DEAD_LETTER, *tags, main=main)
     if error_handler is not None:
         error_handler.add_error_pcollection(outputs[FAILED])
     return outputs
@@ -40,7 +41,7 @@ def per_query(pcoll: beam.PCollection[Any], label: str, fn: GuardedDoFn,
 
 class HandlesErrors:
     """Our transforms' side of Beam's convention: `with_error_handler(handler)` (None: errors
-    fail the pipeline, as in unit tests) and `_per_query(...)` for each step inside."""
+    fail the pipeline, as in unit tests) and `_guarded_step(...)` for each step inside."""
 
     _error_handler: ErrorHandler | None = None
 
@@ -48,10 +49,12 @@ class HandlesErrors:
         self._error_handler = error_handler
         return self
 
-    def _per_query(self, pcoll: beam.PCollection[Any], label: str, fn: GuardedDoFn,
-                   *side_inputs: Any, main: str = "main") -> pvalue.DoOutputsTuple:
-        """`per_query` with this transform's error handler."""
-        return per_query(pcoll, label, fn, self._error_handler, *side_inputs, main=main)
+    def _guarded_step(self, pcoll: beam.PCollection[Any], label: str, fn: GuardedDoFn,
+                      *side_inputs: Any, main: str = "main", tags: tuple[str, ...] = ()
+                      ) -> pvalue.DoOutputsTuple:
+        """`guarded_step` with this transform's error handler."""
+        return guarded_step(pcoll, label, fn, self._error_handler, *side_inputs, main=main,
+                            tags=tags)
 
 
 def internal_dead_letters(failed: FailedElement) -> Iterator[DeadLetter]:

@@ -59,6 +59,6 @@ def test_the_readme_library_example_runs_as_written(tmp_path: Path) -> None:
 
 
 def test_the_package_ships_its_type_marker() -> None:
-    for package in ("pipeline", "stages", "connectors"):
+    for package in ("pipeline", "stages", "connectors", "core"):
         assert (ROOT / package / "py.typed").is_file()
     assert '"*" = ["py.typed"]' in (ROOT / "pyproject.toml").read_text()

@@ -18,7 +18,7 @@ from pipeline.config.loader import load_settings
 from pipeline.run.job import run_job
 from stages.models import Candidate, DeadLetter, QueryCandidates
 from stages.support.candidate_stage import CandidateStage
-from stages.support.internal_errors import InternalDeadLetters, per_query
+from stages.support.internal_errors import InternalDeadLetters, guarded_step
 from stages.support.per_query import GuardedDoFn
 from tests.builders import chunk
 
@@ -97,7 +97,7 @@ class _YieldsThenRaises(GuardedDoFn):
 def test_a_step_that_raises_half_way_through_its_outputs_fails_its_element_only() -> None:
     with TestPipeline() as p:
         handler = CollectingErrorHandler()
-        outputs = per_query(p | beam.Create([["a", "b"], ["c", "bad", "d"]]), "Step",
+        outputs = guarded_step(p | beam.Create([["a", "b"], ["c", "bad", "d"]]), "Step",
                             _YieldsThenRaises(), handler)
         handler.close()
         letters = handler.output() | InternalDeadLetters()

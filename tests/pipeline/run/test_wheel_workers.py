@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from tests.builders import unit_vectors
 from tests.pipeline.cli_runs import DIM, lines_of
@@ -26,7 +27,9 @@ from tests.pipeline.cli_runs import DIM, lines_of
 pytestmark = pytest.mark.slow  # a wheel built into a venv of its own
 
 ROOT = Path(__file__).parents[3]
-PACKAGED = ("pyproject.toml", "README.md", "pipeline", "stages", "connectors")
+PACKAGES = tuple(name.rstrip("*") for name in tomllib.loads(
+    (ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"])
+PACKAGED = ("pyproject.toml", "README.md", *PACKAGES)
 
 
 def _pip(python: Path | str, *args: str, cwd: Path) -> str:
@@ -95,7 +98,7 @@ def worker_pool(wheel_python: Path) -> Iterator[str]:
 
 def test_the_wheel_venv_imports_the_package_from_the_wheel_not_the_checkout(
         wheel_python: Path) -> None:
-    done = subprocess.run([str(wheel_python), "-c", "import pipeline, stages, connectors; "
+    done = subprocess.run([str(wheel_python), "-c", "import pipeline, stages, connectors, core; "
                            "print(pipeline.__file__)"], cwd=wheel_python.parents[2],
                           env=_clean_env(), capture_output=True, text=True, check=True)
     location = Path(done.stdout.strip())
