@@ -36,9 +36,10 @@ from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
 from pipeline.run.chain import candidate_chain, through
 from pipeline.run.job import run_job
-from stages.identity import normalize_identities
-from stages.models import RecalledHit
-from stages.projection import project, to_evidence_blocks
+from pipeline.testing import query_hits
+from stages.identity import candidates_of
+from stages.models import QueryCandidates, RecalledHit
+from stages.projection import assemble_result
 from tests.es_server import free_port, running_server, wait_until_up
 
 CAVEAT = ("caveat: the test server emulates the Elasticsearch API and is far slower at kNN "
@@ -110,8 +111,8 @@ def naive_loop(url: str, settings: Settings, queries: np.ndarray) -> int:
                     id=h["_id"], score=h["_score"], content=h["_source"].get(es.content_field, ""),
                     metadata=h["_source"].get(es.metadata_field, {}))), "knn:vector", n, n + 1)
                 for n, h in enumerate(response["hits"]["hits"])]
-        kept = through(candidate_chain(settings.rag), normalize_identities(hits))
-        project(to_evidence_blocks(kept), budget)
+        kept = through(candidate_chain(settings.rag), candidates_of(query_hits("q", hits)))
+        assemble_result(QueryCandidates("q", tuple(kept)), budget)
         answered += 1
     client.close()
     return answered

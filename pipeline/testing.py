@@ -24,13 +24,13 @@ from connectors.embedders.hashing import HashingEmbedder
 from core.chunk_identity import chunk_key, identity_metadata
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
-from stages.models import Query
+from stages.models import ChunkHits, Query, QueryHits, RecalledHit
 
 DIMENSION = 64
 """The dimension of the test helpers' vectors (small, so tests stay fast)."""
 
 __all__ = ["DIMENSION", "chunk_records", "deterministic_embedder", "memory_port_factory",
-           "memory_store", "queries", "test_settings"]
+           "memory_store", "queries", "query_hits", "test_settings"]
 
 
 def deterministic_embedder(dimension: int = DIMENSION) -> EmbedderFactory:
@@ -83,3 +83,11 @@ def test_settings(*overrides: str, dimension: int = DIMENSION) -> Settings:
 
 
 test_settings.__test__ = False  # type: ignore[attr-defined]  # not a test, whatever pytest thinks
+
+
+def query_hits(query_id: str, hits: Sequence[RecalledHit]) -> QueryHits:
+    """One query's hits as Recall emits them (columns, in recall order), from hits given one
+    by one: what `IdentityNormalize` takes (`stages.identity.candidates_of`)."""
+    found = ChunkHits(*(list(column) for column in zip(*(h.hit for h in hits), strict=True))
+                      ) if hits else ChunkHits([], [], [], [], [])
+    return QueryHits(query_id, found, [h.reason for h in hits], [h.rank for h in hits])

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import apache_beam as beam
 
 from connectors.search_port import ContentRef
 from core import chunk_identity
 from core.chunk_identity import Identity, chunk_key, evidence_key
-from stages.models import Candidate, QueryCandidates, QueryHits, RecalledHit, RetrieverHit
+from stages.models import Candidate, QueryCandidates, QueryHits, RetrieverHit
 from stages.support import counters
 from stages.support.internal_errors import HandlesErrors
 from stages.support.per_query import PerQueryDoFn
@@ -32,17 +32,7 @@ def _ignore(_: str) -> None:
     return None
 
 
-__all__ = ["IdentityNormalize", "chunk_key", "evidence_key", "normalize_identities",
-           "to_candidate"]
-
-
-def to_candidate(recalled: RecalledHit, report: Report = _ignore) -> Candidate:
-    """One hit as a candidate with its evidence key (see README, "Identity rules"); its
-    identity was resolved from its metadata where the port read the hit
-    (`core.chunk_identity.resolve_identity`), and what that ran into is reported here."""
-    hit = recalled.hit
-    return _candidate(hit.id, hit.score, hit.identity, hit.content, hit.ref, recalled.reason,
-                      recalled.recall_order, recalled.rank, report)
+__all__ = ["IdentityNormalize", "candidates_of", "chunk_key", "evidence_key"]
 
 
 def _candidate(hit_id: str | None, score: float, identity: Identity, content: str | None,
@@ -63,11 +53,6 @@ def _candidate(hit_id: str | None, score: float, identity: Identity, content: st
     return _new(Candidate, (key, doc_id, chunk_index, named_source or doc_id or key, content,
                             score, (reason,), recall_order,
                             (_new(RetrieverHit, (reason, rank, score)),), ref))
-
-
-def normalize_identities(hits: Sequence[RecalledHit], report: Report = _ignore) -> list[Candidate]:
-    """IdentityNormalize over one query's hits."""
-    return [to_candidate(hit, report) for hit in hits]
 
 
 def candidates_of(query_hits: QueryHits, report: Report = _ignore) -> list[Candidate]:

@@ -136,14 +136,6 @@ class QueryHits(NamedTuple):
         return tuple(map(RecalledHit, self.found, self.reasons, range(len(self.reasons)),
                          self.ranks))
 
-    @classmethod
-    def of(cls, query_id: str, hits: Sequence[RecalledHit]) -> QueryHits:
-        """One query's hits given one by one."""
-        found = ChunkHits(*(list(column) for column in zip(*(h.hit for h in hits),
-                                                            strict=True))) if hits else (
-            ChunkHits([], [], [], [], []))
-        return cls(query_id, found, [h.reason for h in hits], [h.rank for h in hits])
-
 
 class ChunkEvidence(BaseModel):
     """What a result says of one chunk: its identity, content, score and who found it."""

@@ -10,9 +10,6 @@ import apache_beam as beam
 
 from core.params import PARAMS_CONFIG, Bound, Whole, check_bounds
 from stages.models import (
-    Candidate,
-    EvidenceBlock,
-    ProjectedItem,
     QueryCandidates,
     QueryResult,
     block_fields,
@@ -51,17 +48,6 @@ class Evidence(Protocol):
 
     @property
     def score(self) -> float: ...
-
-
-def to_evidence_blocks(candidates: Sequence[Candidate]) -> list[EvidenceBlock]:
-    """Evidence blocks ranked 1..n in ranking order."""
-    return [EvidenceBlock.ranked(c, rank) for rank, c in enumerate(ranked(candidates), start=1)]
-
-
-def project(blocks: Sequence[EvidenceBlock], budget: ProjectionBudget) -> list[ProjectedItem]:
-    """Projects blocks in rank order (see `projected_fields`)."""
-    ordered: list[EvidenceBlock] = sorted(blocks, key=lambda b: b.rank)
-    return [ProjectedItem(**fields) for fields in projected_fields(ordered, budget)]
 
 
 def projected_fields(in_rank_order: Sequence[Evidence], budget: ProjectionBudget

@@ -15,7 +15,11 @@ from connectors.embedded.writer import write_store
 from connectors.embedder_port import Purpose
 from connectors.embedders.hashing import HashingEmbedder
 from connectors.search_port import ChunkHit, PortFactory, SearchHit
-from stages.models import Candidate, RecalledHit
+from pipeline.testing import query_hits
+from stages.identity import Report, candidates_of
+from stages.models import Candidate, ProjectedItem, RecalledHit
+from stages.projection import ProjectionBudget, projected_fields
+from stages.ranking import ranked
 
 
 def recalled(hit_id: str | None = "v1", score: float = 0.9, content: str = "text",
@@ -67,3 +71,21 @@ class FailingEmbedder(HashingEmbedder):
         if any("boom" in text for text in texts):
             raise RuntimeError("the model fell over")
         return super().embed(texts, purpose)
+
+
+def normalized(hits: Sequence[RecalledHit], report: Report | None = None) -> list[Candidate]:
+    """IdentityNormalize over one query's hits, through the function the step calls."""
+    if report is None:
+        return candidates_of(query_hits("q", hits))
+    return candidates_of(query_hits("q", hits), report)
+
+
+def candidate_of(hit: RecalledHit, report: Report | None = None) -> Candidate:
+    """One hit through IdentityNormalize."""
+    (candidate,) = normalized([hit], report)
+    return candidate
+
+
+def projected(candidates: Sequence[Candidate], budget: ProjectionBudget) -> list[ProjectedItem]:
+    """The Agent projection of one query's final candidates, as Project computes it."""
+    return [ProjectedItem(**fields) for fields in projected_fields(ranked(candidates), budget)]

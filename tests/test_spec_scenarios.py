@@ -14,24 +14,31 @@ from connectors.search_port import KnowledgeSearchPort
 from pipeline.config.loader import load_settings
 from pipeline.run.evidence_transform import EvidenceTransform
 from stages.dedup import dedup_by_evidence_key
-from stages.identity import to_candidate
-from stages.models import EmbeddedQuery, EvidenceBlock, Query
+from stages.identity import candidates_of
+from stages.models import EmbeddedQuery, Query, QueryCandidates, QueryHits
 from stages.per_doc_cap import cap_chunks_per_document
-from stages.projection import ProjectionBudget, project
+from stages.projection import ProjectionBudget, assemble_result
 from stages.recall import recall_batch
-from tests.builders import chunk, chunk_records, embedded_store, recalled, unit_vectors
+from tests.builders import (
+    candidate_of,
+    chunk,
+    chunk_records,
+    embedded_store,
+    recalled,
+    unit_vectors,
+)
 
 
 def test_identity_extracted_from_metadata() -> None:
-    camel = to_candidate(recalled("v1", docId="docA", chunkIndex=2))
-    snake = to_candidate(recalled("v1", doc_id="docA", chunk_index=2))
+    camel = candidate_of(recalled("v1", docId="docA", chunkIndex=2))
+    snake = candidate_of(recalled("v1", doc_id="docA", chunk_index=2))
     for candidate in (camel, snake):
         assert (candidate.doc_id, candidate.chunk_index) == ("docA", 2)
         assert candidate.evidence_key == "docA#chunk-2"
 
 
 def test_fallback_identity_without_chunk_index() -> None:
-    candidate = to_candidate(recalled("vec-17", docId="docA"))
+    candidate = candidate_of(recalled("vec-17", docId="docA"))
     assert candidate.evidence_key == "vector:vec-17"
     assert candidate.doc_id == "docA" and candidate.chunk_index is None
 
@@ -76,15 +83,16 @@ def test_retrieve_k_widens_recall_without_unbounded_return(tmp_path: Path) -> No
 
 
 def test_same_source_different_evidence_keys_both_project() -> None:
-    blocks = [_block("docA#chunk-0", rank=1, source="guide.md"),
-              _block("docA#chunk-1", rank=2, source="guide.md")]
-    projected = project(blocks, ProjectionBudget(max_items=5))
+    final = QueryCandidates("q", (chunk("docA", 0, 0.9, source="guide.md"),
+                                  chunk("docA", 1, 0.8, source="guide.md")))
+    projected = assemble_result(final, ProjectionBudget(max_items=5)).projected
     assert [p.document_id for p in projected] == ["docA#chunk-0", "docA#chunk-1"]
     assert {p.source for p in projected} == {"guide.md"}
 
 
 def test_projected_document_id_is_chunk_scoped() -> None:
-    (item,) = project([_block("docA#chunk-2", rank=1, source="docA")], ProjectionBudget())
+    final = QueryCandidates("q", (chunk("docA", 2, 0.9, source="docA"),))
+    (item,) = assemble_result(final, ProjectionBudget()).projected
     assert item.document_id == "docA#chunk-2"
     assert item.source == "docA"
 
@@ -96,12 +104,7 @@ def test_default_dense_adapter_hits_are_normalized_into_candidates_with_identity
     assert isinstance(port, KnowledgeSearchPort)
     query = Query(id="q", vector=tuple(vectors[4].tolist()))
     (result,) = recall_batch([EmbeddedQuery(query=query)], port, 3)
-    candidates = [to_candidate(h) for h in result.hits]  # type: ignore[union-attr]
+    assert isinstance(result, QueryHits)
+    candidates = candidates_of(result)
     assert candidates[0].evidence_key == "doc1#chunk-1"
     assert all(c.doc_id is not None and c.chunk_index is not None for c in candidates)
-
-
-def _block(key: str, rank: int, source: str) -> EvidenceBlock:
-    return EvidenceBlock(evidence_key=key, doc_id="docA", chunk_index=rank - 1, source=source,
-                         content=f"content {key}", score=1.0 - rank / 10, rank=rank,
-                         hit_reasons=("knn:text",))

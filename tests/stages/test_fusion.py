@@ -5,13 +5,12 @@ from __future__ import annotations
 import pytest
 
 from stages.fusion import RrfSettings, fuse_reciprocal_rank
-from stages.identity import normalize_identities
 from stages.models import RetrieverHit
-from tests.builders import recalled
+from tests.builders import normalized, recalled
 
 
 def _hits() -> list:
-    return normalize_identities([
+    return normalized([
         recalled("a", 0.9, "knn text A", "knn:text", 0, docId="A", chunkIndex=0),
         recalled("b", 0.8, "knn text B", "knn:text", 1, docId="B", chunkIndex=0),
         recalled("b2", 7.5, "bm25 text B", "bm25:text", 2, docId="B", chunkIndex=0),
@@ -55,7 +54,7 @@ def test_the_content_comes_from_the_retriever_that_ranked_the_chunk_best() -> No
 
 
 def test_different_chunks_of_one_document_stay_separate() -> None:
-    hits = normalize_identities([
+    hits = normalized([
         recalled("x", 0.9, reason="knn:text", order=0, docId="D", chunkIndex=0),
         recalled("y", 5.0, reason="bm25:text", order=1, docId="D", chunkIndex=1)])
     assert len(fuse_reciprocal_rank(hits, RrfSettings())) == 2

@@ -3,8 +3,9 @@ from __future__ import annotations
 import pytest
 
 from stages.dedup import dedup_by_evidence_key
+from stages.models import QueryCandidates
 from stages.per_doc_cap import PerDocCap, cap_chunks_per_document
-from stages.projection import to_evidence_blocks
+from stages.projection import ProjectionBudget, assemble_result
 from stages.top_n import TopN, top_n
 from tests.builders import candidate, chunk
 
@@ -55,5 +56,6 @@ def test_top_n_keeps_the_best_in_rank_order() -> None:
 
 
 def test_evidence_blocks_are_ranked_from_one() -> None:
-    blocks = to_evidence_blocks([chunk("a", 0, 0.2), chunk("b", 0, 0.8)])
+    final = QueryCandidates("q", (chunk("a", 0, 0.2), chunk("b", 0, 0.8)))
+    blocks = assemble_result(final, ProjectionBudget()).evidence
     assert [(b.rank, b.evidence_key) for b in blocks] == [(1, "b#chunk-0"), (2, "a#chunk-0")]

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from stages.dedup import dedup_by_evidence_key
 from stages.models import Candidate
 from stages.per_doc_cap import cap_chunks_per_document
-from stages.projection import ProjectionBudget, project, to_evidence_blocks
+from stages.projection import ProjectionBudget
 from stages.top_n import top_n
-from tests.builders import candidate, chunk
+from tests.builders import candidate, chunk, projected
 
 _scores = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 
@@ -81,9 +81,8 @@ def test_cap_keeps_the_top_chunks_of_each_document(cands: list[Candidate], cap: 
 @given(candidate_lists(), st.integers(1, 6), st.integers(1, 200), st.integers(1, 50))
 def test_projection_respects_every_budget_and_never_repeats_a_key(
         cands: list[Candidate], items: int, total: int, per_item: int) -> None:
-    blocks = to_evidence_blocks(_post_process(cands, 2, 10))
-    projected = project(blocks, ProjectionBudget(items, total, per_item))
-    ids = [p.document_id for p in projected]
+    items_out = projected(_post_process(cands, 2, 10), ProjectionBudget(items, total, per_item))
+    ids = [p.document_id for p in items_out]
     assert len(ids) == len(set(ids)) and len(ids) <= items
-    assert sum(len(p.content) for p in projected) <= total
-    assert all(len(p.content) <= per_item for p in projected)
+    assert sum(len(p.content) for p in items_out) <= total
+    assert all(len(p.content) <= per_item for p in items_out)

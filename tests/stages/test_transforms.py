@@ -6,9 +6,10 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from pipeline.testing import query_hits
 from stages.dedup import KeyedDedup
 from stages.identity import IdentityNormalize
-from stages.models import QueryCandidates, QueryHits
+from stages.models import QueryCandidates
 from stages.per_doc_cap import PerDocCap
 from stages.projection import Project, ProjectionBudget
 from stages.top_n import TopN
@@ -34,7 +35,7 @@ def _query(qid: str, *cands: object) -> QueryCandidates:
 
 
 def test_identity_normalize_transform() -> None:
-    hits = QueryHits.of("q", (recalled("v1", docId="d", chunkIndex=3), recalled("v2", order=1)))
+    hits = query_hits("q", (recalled("v1", docId="d", chunkIndex=3), recalled("v2")))
     with TestPipeline() as p:
         out = p | beam.Create([hits]) | IdentityNormalize() | beam.Map(_keys)
         assert_that(out, equal_to([("q", ["d#chunk-3", "vector:v2"])]))

@@ -12,9 +12,8 @@ from pipeline.cli.main import main
 from pipeline.config.loader import load_settings
 from pipeline.io.json_lines import to_json_line
 from pipeline.run.query_parse import parse_query_line
-from stages.identity import to_candidate
 from stages.models import DeadLetter, Query
-from tests.builders import chunk_records, recalled, unit_vectors
+from tests.builders import candidate_of, chunk_records, recalled, unit_vectors
 
 DIM = 8
 
@@ -74,12 +73,12 @@ def test_4_a_chunk_vector_outside_float32_fails_with_its_line(tmp_path: Path) ->
 
 @pytest.mark.parametrize("value", ["1" * 5000, 2**70, -1, "9" * 20])
 def test_5_a_chunk_index_of_any_size_is_handled_as_invalid(value: object) -> None:
-    candidate = to_candidate(recalled("v1", docId="doc", chunkIndex=value))
+    candidate = candidate_of(recalled("v1", docId="doc", chunkIndex=value))
     assert candidate.chunk_index is None and candidate.evidence_key == "vector:v1"
 
 
 def test_5_a_huge_doc_id_number_is_no_doc_id() -> None:
-    assert to_candidate(recalled("v1", docId=10**500, chunkIndex=1)).doc_id is None
+    assert candidate_of(recalled("v1", docId=10**500, chunkIndex=1)).doc_id is None
 
 
 def test_6_invalid_utf8_in_a_chunk_file_fails_with_file_and_line(tmp_path: Path) -> None:
