@@ -59,8 +59,9 @@ class _NeedsStandardParser(Exception):
 
 
 def _fast_loads(text: str) -> Any:
-    """orjson (much faster on vectors), where it reads a line exactly as `json` does;
-    anything it refuses goes to `json`, whose errors and extensions (NaN) stay the contract."""
+    """orjson (for lines of vectors; docs/benchmarks.md), where it reads a line exactly as
+    `json` does; anything it refuses goes to `json`, whose errors and extensions (NaN) stay
+    the contract."""
     value = orjson.loads(text)
     if _may_hold_a_long_integer(value):
         raise _NeedsStandardParser

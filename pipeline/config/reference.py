@@ -148,6 +148,8 @@ def _declared(section: type) -> Iterator[tuple[str, Any, Any]]:
         for name, info in section.model_fields.items():
             yield name, hints[name], info.get_default(call_default_factory=True)
         return
+    if not dataclasses.is_dataclass(section):
+        raise TypeError(f"{section!r} is neither a settings model nor a dataclass")
     for field in dataclasses.fields(section):
         default = (field.default_factory() if field.default_factory is not dataclasses.MISSING
                    else field.default)
