@@ -5,7 +5,7 @@ mixture of `--clusters` tight Gaussian clusters, as sentence embeddings of a cor
 isotropic (uniform on the sphere: the hard case). Queries come from the same distribution as
 the data, never stored rows. For each ef-search, prints recall@k of the graph against exact
 search and queries/s, beside exact search's queries/s measured in the same run: the table of
-the README.
+docs/embedded-store.md.
 
     python bench/hnsw_recall.py [--chunks 100000] [--queries 2000] [--dim 384]
 """

@@ -75,7 +75,7 @@ class Identity(NamedTuple):
 
 
 def resolve_identity(metadata: Mapping[str, Any]) -> Identity:
-    """The identity of a chunk with `metadata` (see README, "Identity rules")."""
+    """The identity of a chunk with `metadata` (docs/steps.md, "Identity rules")."""
     doc_id, chunk_index = metadata.get(DOC_ID), metadata.get(CHUNK_INDEX)
     if (type(doc_id) is str and type(chunk_index) is int and 0 <= chunk_index < _MAX_INDEX
             and doc_id.strip() and _SNAKE_KEYS.isdisjoint(metadata)):

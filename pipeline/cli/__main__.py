@@ -1,6 +1,6 @@
 """`python -m pipeline.cli COMMAND ...`: the `rag-evidence` command where only a Python
-interpreter is named, as Airflow's BeamRunPythonPipelineOperator names one (README, "Scheduled
-jobs")."""
+interpreter is named, as Airflow's BeamRunPythonPipelineOperator names one
+(docs/scheduled-jobs.md)."""
 
 import sys
 

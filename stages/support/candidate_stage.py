@@ -17,7 +17,7 @@ CandidateFn = Callable[[Sequence[Candidate]], list[Candidate]]
 class CandidateStage(HandlesErrors, beam.PTransform[beam.PCollection[QueryCandidates],
                                      beam.PCollection[QueryCandidates]]):
     """Applies `fn` to each query's candidates; counts the dropped ones under `dropped_counter`.
-    Its step is labelled by the subclass's name, the name the README and `explain` use."""
+    Its step is labelled by the subclass's name, the name the docs and `explain` use."""
 
     def __init__(self, fn: CandidateFn, dropped_counter: str | None = None) -> None:
         super().__init__()

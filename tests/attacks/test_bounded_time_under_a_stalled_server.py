@@ -1,5 +1,5 @@
 """A stalled server costs a bounded number of timed-out requests per batch (the
-README's worst-case time counts them), after which every query is a dead letter."""
+worst-case time in docs/guarantees.md counts them), after which every query is a dead letter."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Work bounded by the input limits, whatever the input (see README, input limits)."""
+"""Work bounded by the input limits, whatever the input (docs/formats.md, input limits)."""
 
 from __future__ import annotations
 

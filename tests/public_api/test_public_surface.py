@@ -1,5 +1,5 @@
-"""The public surface: a facade that defines nothing, documented, and the README's example,
-which runs as a user would run it."""
+"""The public surface: a facade that defines nothing, documented, and the library page's example
+(docs/library.md), which runs as a user would run it."""
 
 from __future__ import annotations
 
@@ -46,9 +46,9 @@ def test_the_usage_examples_in_docstrings_run(module: str) -> None:
 
 
 @pytest.mark.slow
-def test_the_readme_library_example_runs_as_written(tmp_path: Path) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    (block,) = re.findall(r"<!-- runnable: library example -->\n```python\n(.*?)```", readme,
+def test_the_documented_library_example_runs_as_written(tmp_path: Path) -> None:
+    page = (ROOT / "docs" / "library.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"<!-- runnable: library example -->\n```python\n(.*?)```", page,
                           flags=re.S)
     script = tmp_path / "example.py"
     script.write_text(block + 'print("evidence checked")\n')

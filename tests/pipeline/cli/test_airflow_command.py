@@ -1,4 +1,4 @@
-"""The command line Airflow's BeamRunPythonPipelineOperator builds (README, "Scheduled jobs"):
+"""The command line Airflow's BeamRunPythonPipelineOperator builds (docs/scheduled-jobs.md):
 `PY_INTERPRETER *py_options py_file --runner=R --labels=... --KEY=VALUE ...`, here with
 py_options ["-m", "pipeline.cli"] and py_file the command."""
 

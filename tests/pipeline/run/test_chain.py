@@ -1,5 +1,6 @@
-"""The candidate chain is written once: the run's Beam steps, `explain` and the README's diagram
-all follow `pipeline.run.chain`, so a stage added there is a step of the run and of `explain`."""
+"""The candidate chain is written once: the run's Beam steps, `explain`, the README's diagram and
+the Architecture page's all follow `pipeline.run.chain`, so a stage added there is a step of the
+run and of `explain`."""
 
 from __future__ import annotations
 
@@ -48,8 +49,9 @@ def test_the_runs_steps_are_labelled_by_the_chains_class_names(tmp_path: Path) -
     assert [label for label in labels if label in names[1:]] == names[1:]
 
 
-def test_the_readme_diagram_names_the_chain_in_order() -> None:
-    diagram = (ROOT / "README.md").read_text(encoding="utf-8").split("```")[1]
+@pytest.mark.parametrize("page", ["README.md", "docs/architecture.md"])
+def test_the_documented_diagrams_name_the_chain_in_order(page: str) -> None:
+    diagram = (ROOT / page).read_text(encoding="utf-8").split("```")[1]
     names = chain.step_names(load_settings(overrides=EVERY_STEP).rag)[1:]
     assert [word for word in re.findall(r"[A-Z][A-Za-z]+", diagram) if word in names] == names
 
