@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,17 +18,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from tests.builders import unit_vectors
 from tests.pipeline.cli_runs import DIM, lines_of
+from tests.wheel import build_wheel
 
 pytestmark = pytest.mark.slow  # a wheel built into a venv of its own
 
 ROOT = Path(__file__).parents[3]
-PACKAGES = tuple(name.rstrip("*") for name in tomllib.loads(
-    (ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"])
-PACKAGED = ("pyproject.toml", "README.md", *PACKAGES)
 
 
 def _pip(python: Path | str, *args: str, cwd: Path) -> str:
@@ -48,14 +44,7 @@ def _clean_env() -> dict[str, str]:
 def wheel_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The python of a new venv holding only the wheel and what it depends on."""
     root = tmp_path_factory.mktemp("wheel")
-    source = root / "source"
-    source.mkdir()
-    for name in PACKAGED:
-        copy = shutil.copytree if (ROOT / name).is_dir() else shutil.copy
-        copy(ROOT / name, source / name)
-    _pip(sys.executable, "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-         str(root / "dist"), str(source), cwd=root)
-    (wheel,) = (root / "dist").glob("rag_evidence-*.whl")
+    wheel = build_wheel(root / "dist")
     constraints = root / "constraints.txt"
     constraints.write_text(_pip(sys.executable, "freeze", "--exclude-editable", cwd=root))
     subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True)

@@ -1,0 +1,65 @@
+"""Session fixtures of the engine tests: the SDK's venv, a Flink and a Spark cluster, started
+once (each only when a test asks for it), and the SDK worker pool their tasks call."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from connectors.embedders.model_location import CACHE_ENV
+from tests.engines import clusters, provision
+from tests.wheel import build_wheel
+
+
+@pytest.fixture(scope="session")
+def sdk_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The venv that launches the jobs and runs the workers (Beam `provision.BEAM`)."""
+    return provision.sdk_python(build_wheel(tmp_path_factory.mktemp("wheel")))
+
+
+@pytest.fixture(scope="session")
+def sdk_env(tmp_path_factory: pytest.TempPathFactory, sdk_python: Path) -> dict[str, str]:
+    """The environment of the launcher and of the workers: the SDK's venv first on PATH, a
+    model cache of this session."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return {**env, "VIRTUAL_ENV": str(sdk_python.parents[1]),
+            "PATH": f"{sdk_python.parent}{os.pathsep}{env.get('PATH', '')}",
+            CACHE_ENV: str(tmp_path_factory.mktemp("models"))}
+
+
+@pytest.fixture(scope="session")
+def worker_pool(tmp_path_factory: pytest.TempPathFactory, sdk_python: Path,
+                sdk_env: dict[str, str]) -> Iterator[str]:
+    with clusters.worker_pool(sdk_python, tmp_path_factory.mktemp("pool"), sdk_env) as address:
+        yield address
+
+
+@pytest.fixture(scope="session")
+def flink(tmp_path_factory: pytest.TempPathFactory, worker_pool: str) -> Iterator[list[str]]:
+    """Beam options that run a job on a Flink session cluster of 2 slots."""
+    jar = provision.job_server_jar("flink")
+    with clusters.flink_cluster(provision.flink_home(), tmp_path_factory.mktemp("flink")) as rest:
+        yield ["--runner", "FlinkRunner", "--flink_master", rest, "--flink_job_server_jar",
+               str(jar), "--environment_type", "EXTERNAL", "--environment_config", worker_pool,
+               "--parallelism", "2"]
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory, worker_pool: str) -> Iterator[list[str]]:
+    """Beam options that run a job on a Spark standalone cluster of 2 cores."""
+    jar = provision.job_server_jar("spark")
+    with clusters.spark_cluster(provision.spark_home(),
+                                tmp_path_factory.mktemp("spark")) as master:
+        yield ["--runner", "SparkRunner", "--spark_master_url", master,
+               "--spark_job_server_jar", str(jar), "--environment_type", "EXTERNAL",
+               "--environment_config", worker_pool]
+
+
+@pytest.fixture(params=["flink", "spark"])
+def engine(request: pytest.FixtureRequest) -> list[str]:
+    """Each engine in turn, as the Beam options of a job run on it."""
+    options: list[str] = request.getfixturevalue(request.param)
+    return options
