@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from connectors.embedders.model_location import CACHE_ENV
 from tests.es_server import free_port, stop_process_group
 
 START_SECONDS = 120
@@ -86,6 +87,15 @@ def spark_cluster(home: Path, work: Path, cores: int = 2) -> Iterator[str]:
     finally:
         for process in reversed(processes):
             stop_process_group(process)
+
+
+def sdk_environment(python: Path, model_cache: Path) -> dict[str, str]:
+    """The environment of a job's launcher and of its workers: `python`'s venv first on PATH
+    (the worker pool starts `python` from PATH), the model cached in `model_cache`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return {**env, "VIRTUAL_ENV": str(python.parents[1]),
+            "PATH": f"{python.parent}{os.pathsep}{env.get('PATH', '')}",
+            CACHE_ENV: str(model_cache)}
 
 
 @contextlib.contextmanager

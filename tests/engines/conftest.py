@@ -3,13 +3,11 @@ once (each only when a test asks for it), and the SDK worker pool their tasks ca
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from connectors.embedders.model_location import CACHE_ENV
 from tests.engines import clusters, provision
 from tests.wheel import build_wheel
 
@@ -24,10 +22,7 @@ def sdk_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def sdk_env(tmp_path_factory: pytest.TempPathFactory, sdk_python: Path) -> dict[str, str]:
     """The environment of the launcher and of the workers: the SDK's venv first on PATH, a
     model cache of this session."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    return {**env, "VIRTUAL_ENV": str(sdk_python.parents[1]),
-            "PATH": f"{sdk_python.parent}{os.pathsep}{env.get('PATH', '')}",
-            CACHE_ENV: str(tmp_path_factory.mktemp("models"))}
+    return clusters.sdk_environment(sdk_python, tmp_path_factory.mktemp("models"))
 
 
 @pytest.fixture(scope="session")
