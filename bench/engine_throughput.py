@@ -17,6 +17,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -64,13 +65,15 @@ def main() -> None:
     python = provision.sdk_python(build_wheel(work / "wheel"))
     env = clusters.sdk_environment(python, work / "models")
     local_seconds, local = _run(python, env, work, "local", config, queries, [])
-    with clusters.worker_pool(python, work / "pool", env) as pool, \
-            clusters.flink_cluster(provision.flink_home(), work / "flink") as rest:
+    cluster = Path(tempfile.mkdtemp(prefix="cluster-", dir=work))  # a fresh conf and logs
+    (cluster / "pool").mkdir()
+    with clusters.worker_pool(python, cluster / "pool", env) as pool, \
+            clusters.flink_cluster(provision.flink_home(), cluster / "flink") as rest:
         flink_seconds, flink = _run(
             python, env, work, "flink", config, queries,
             ["--runner", "FlinkRunner", "--flink_master", rest, "--flink_job_server_jar",
              str(provision.job_server_jar("flink")), "--environment_type", "EXTERNAL",
-             "--environment_config", pool.address, "--parallelism", "2"])
+             "--environment_config", pool, "--parallelism", "2"])
     n = args.queries
     print(f"local runner   {local_seconds:7.1f} s  {n / local_seconds:7.0f} queries/s")
     print(f"flink 2 slots  {flink_seconds:7.1f} s  {n / flink_seconds:7.0f} queries/s")
