@@ -98,6 +98,14 @@ def sdk_environment(python: Path, model_cache: Path) -> dict[str, str]:
             CACHE_ENV: str(model_cache)}
 
 
+def flink_options(rest: str, pool: str, jar: Path, parallelism: int = 2) -> list[str]:
+    """Beam options that run a job on the Flink session cluster at `rest`, its SDK workers
+    from the worker pool at `pool`."""
+    return ["--runner", "FlinkRunner", "--flink_master", rest, "--flink_job_server_jar",
+            str(jar), "--environment_type", "EXTERNAL", "--environment_config", pool,
+            "--parallelism", str(parallelism)]
+
+
 @contextlib.contextmanager
 def worker_pool(python: Path, work: Path, env: dict[str, str]) -> Iterator[str]:
     """Beam's SDK worker pool, run by `python`'s venv from `work`; yields its address

@@ -37,9 +37,7 @@ def flink(tmp_path_factory: pytest.TempPathFactory, worker_pool: str) -> Iterato
     """Beam options that run a job on a Flink session cluster of 2 slots."""
     jar = provision.job_server_jar("flink")
     with clusters.flink_cluster(provision.flink_home(), tmp_path_factory.mktemp("flink")) as rest:
-        yield ["--runner", "FlinkRunner", "--flink_master", rest, "--flink_job_server_jar",
-               str(jar), "--environment_type", "EXTERNAL", "--environment_config", worker_pool,
-               "--parallelism", "2"]
+        yield clusters.flink_options(rest, worker_pool, jar)
 
 
 @pytest.fixture(scope="session")
