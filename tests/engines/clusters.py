@@ -39,6 +39,12 @@ def flink_cluster(home: Path, work: Path, slots: int = 2) -> Iterator[str]:
     # the run's graph holds more shuffles than Flink's default network memory has buffers for
     # at parallelism 2 ("Insufficient number of network buffers: required 512, but only 485")
     settings["taskmanager"]["memory"]["network"] = {"min": "256mb", "max": "256mb"}
+    # Beam's data channel to the SDK workers (gRPC on Netty) takes direct memory outside
+    # Flink's network buffers: at the default 0 task off-heap a 10k-query run failed with
+    # "OutOfMemoryError: Direct buffer memory"
+    settings["taskmanager"]["memory"]["process"]["size"] = "4g"
+    settings["taskmanager"]["memory"]["task"] = {"off-heap": {"size": "768m"}}
+    settings["taskmanager"]["memory"]["framework"] = {"off-heap": {"size": "256m"}}
     settings["parallelism"] = {"default": slots}
     settings["env"] = {**settings.get("env", {}), "pid": {"dir": str(work)},
                        "log": {"dir": str(work / "log")}}
