@@ -71,7 +71,7 @@ def main() -> None:
             clusters.flink_cluster(provision.flink_home(), cluster / "flink") as rest:
         flink_seconds, flink = _run(
             python, env, work, "flink", config, queries,
-            clusters.flink_options(rest, pool, provision.job_server_jar("flink")))
+            clusters.flink_options(rest, pool.address, provision.job_server_jar("flink")))
     n = args.queries
     print(f"local runner   {local_seconds:7.1f} s  {n / local_seconds:7.0f} queries/s")
     print(f"flink 2 slots  {flink_seconds:7.1f} s  {n / flink_seconds:7.0f} queries/s")

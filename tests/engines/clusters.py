@@ -12,6 +12,7 @@ import subprocess
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -45,6 +46,9 @@ def flink_cluster(home: Path, work: Path, slots: int = 2) -> Iterator[str]:
     settings["taskmanager"]["memory"]["process"]["size"] = "4g"
     settings["taskmanager"]["memory"]["task"] = {"off-heap": {"size": "768m"}}
     settings["taskmanager"]["memory"]["framework"] = {"off-heap": {"size": "256m"}}
+    # a failed task (a killed SDK worker) restarts its region instead of failing the job
+    settings["restart-strategy"] = {"type": "fixed-delay",
+                                    "fixed-delay": {"attempts": 3, "delay": "2 s"}}
     settings["parallelism"] = {"default": slots}
     settings["env"] = {**settings.get("env", {}), "pid": {"dir": str(work)},
                        "log": {"dir": str(work / "log")}}
@@ -112,11 +116,27 @@ def flink_options(rest: str, pool: str, jar: Path, parallelism: int = 2) -> list
             "--parallelism", str(parallelism)]
 
 
+@dataclass(frozen=True)
+class WorkerPool:
+    """A running SDK worker pool: its address (`--environment_config`) and its process id,
+    the parent of every SDK worker it starts."""
+
+    address: str
+    pid: int
+
+    def workers(self) -> list[int]:
+        """The ids of the SDK workers running now (Beam starts each as `python -c` running
+        an `SdkHarness`)."""
+        found = subprocess.run(["pgrep", "-P", str(self.pid), "-f", "SdkHarness"],
+                               capture_output=True, text=True, check=False)
+        return [int(pid) for pid in found.stdout.split()]
+
+
 @contextlib.contextmanager
-def worker_pool(python: Path, work: Path, env: dict[str, str]) -> Iterator[str]:
-    """Beam's SDK worker pool, run by `python`'s venv from `work`; yields its address
-    (`--environment_config`). The pool starts each worker as `python` from PATH, so the venv
-    is put first on it; `env` is the workers' environment."""
+def worker_pool(python: Path, work: Path, env: dict[str, str]) -> Iterator[WorkerPool]:
+    """Beam's SDK worker pool, run by `python`'s venv from `work`. The pool starts each
+    worker as `python` from PATH, so the venv is put first on it; `env` is the workers'
+    environment."""
     port = free_port()
     with open(work / "pool.log", "wb") as log:
         pool = subprocess.Popen(
@@ -125,7 +145,7 @@ def worker_pool(python: Path, work: Path, env: dict[str, str]) -> Iterator[str]:
             stderr=subprocess.STDOUT, start_new_session=True)
     try:
         _wait_for(lambda: _listening(port), "the SDK worker pool", work)
-        yield f"localhost:{port}"
+        yield WorkerPool(f"localhost:{port}", pool.pid)
     finally:
         stop_process_group(pool)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.engines import clusters, provision
+from tests.engines.jobs import cli
 from tests.wheel import build_wheel
 
 
@@ -26,29 +27,40 @@ def sdk_env(tmp_path_factory: pytest.TempPathFactory, sdk_python: Path) -> dict[
 
 
 @pytest.fixture(scope="session")
-def worker_pool(tmp_path_factory: pytest.TempPathFactory, sdk_python: Path,
-                sdk_env: dict[str, str]) -> Iterator[str]:
-    with clusters.worker_pool(sdk_python, tmp_path_factory.mktemp("pool"), sdk_env) as address:
-        yield address
+def corpus(tmp_path_factory: pytest.TempPathFactory, sdk_python: Path,
+           sdk_env: dict[str, str]) -> Path:
+    """The standard library's docs as a folder of Markdown files."""
+    root = tmp_path_factory.mktemp("corpus")
+    cli(sdk_python, sdk_env, root, "corpus", str(root / "docs"))
+    return root / "docs"
 
 
 @pytest.fixture(scope="session")
-def flink(tmp_path_factory: pytest.TempPathFactory, worker_pool: str) -> Iterator[list[str]]:
+def worker_pool(tmp_path_factory: pytest.TempPathFactory, sdk_python: Path,
+                sdk_env: dict[str, str]) -> Iterator[clusters.WorkerPool]:
+    with clusters.worker_pool(sdk_python, tmp_path_factory.mktemp("pool"), sdk_env) as pool:
+        yield pool
+
+
+@pytest.fixture(scope="session")
+def flink(tmp_path_factory: pytest.TempPathFactory,
+          worker_pool: clusters.WorkerPool) -> Iterator[list[str]]:
     """Beam options that run a job on a Flink session cluster of 2 slots."""
     jar = provision.job_server_jar("flink")
     with clusters.flink_cluster(provision.flink_home(), tmp_path_factory.mktemp("flink")) as rest:
-        yield clusters.flink_options(rest, worker_pool, jar)
+        yield clusters.flink_options(rest, worker_pool.address, jar)
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory, worker_pool: str) -> Iterator[list[str]]:
+def spark(tmp_path_factory: pytest.TempPathFactory,
+          worker_pool: clusters.WorkerPool) -> Iterator[list[str]]:
     """Beam options that run a job on a Spark standalone cluster of 2 cores."""
     jar = provision.job_server_jar("spark")
     with clusters.spark_cluster(provision.spark_home(),
                                 tmp_path_factory.mktemp("spark")) as master:
         yield ["--runner", "SparkRunner", "--spark_master_url", master,
                "--spark_job_server_jar", str(jar), "--environment_type", "EXTERNAL",
-               "--environment_config", worker_pool]
+               "--environment_config", worker_pool.address]
 
 
 @pytest.fixture(params=["flink", "spark"])

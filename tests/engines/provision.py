@@ -102,9 +102,23 @@ def sdk_python(wheel: Path) -> Path:
             venv.EnvBuilder(with_pip=True, clear=True).create(folder)
             _check([str(python), "-m", "pip", "install", "-q", f"apache-beam=={BEAM}",
                     f"{wheel}[semantic]"])
-    _check([str(python), "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
-            str(wheel)])
+    # under the lock, and only when the code changed: two xdist workers reinstalling at once
+    # (or one while the other's jobs import from the venv) broke pip's uninstall
+    with _provisioning(folder, key=f"wheel-{_wheel_digest(wheel)}") as done:
+        if not done:
+            _check([str(python), "-m", "pip", "install", "-q", "--no-deps",
+                    "--force-reinstall", str(wheel)])
+            for old in folder.glob(".provisioned-wheel-*"):
+                old.unlink()
     return python
+
+
+def _wheel_digest(wheel: Path) -> str:
+    """The digest of a wheel's files (its RECORD): the same for two builds of the same code,
+    which the wheel's own bytes (zip timestamps) are not."""
+    with zipfile.ZipFile(wheel) as archive:
+        (record,) = [n for n in archive.namelist() if n.endswith(".dist-info/RECORD")]
+        return hashlib.sha256(archive.read(record)).hexdigest()[:12]
 
 
 def _distribution(name: str, requirements: list[str], package: str) -> Path:

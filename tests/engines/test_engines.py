@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +15,9 @@ import pytest
 import yaml
 
 from connectors.embedders.model_location import MINILM
+from tests.engines.jobs import Job, cli, lines, run
 
 pytestmark = [pytest.mark.engines, pytest.mark.slow]
-
-JOB_SECONDS = 900
-"""A job whose workers never come up waits forever on the portable runner: the test fails
-after this instead."""
 
 QUESTIONS = ["How do I parse a JSON document?", "read the lines of a file",
              "match a regular expression", "sort a list in place", "send an HTTP request",
@@ -30,40 +25,6 @@ QUESTIONS = ["How do I parse a JSON document?", "read the lines of a file",
              "run a command in a subprocess", "compute a SHA-256 digest"]
 COUNTED = ("queries", "results", "dead_letters", "internal_errors", "candidates",
            "duplicates_merged", "capped", "search_requests", "texts_embedded")
-
-
-@dataclass(frozen=True)
-class Job:
-    """What a job left: results by query id, dead letters in line order, the summary."""
-
-    results: dict[str, dict]
-    dead_letters: list[dict]
-    summary: dict
-    output: str
-
-
-def cli(python: Path, env: dict[str, str], cwd: Path, *args: str) -> str:
-    done = subprocess.run([str(python), "-m", "pipeline.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=JOB_SECONDS, check=False)
-    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-3000:]}\n" \
-                                 f"{done.stderr[-6000:]}"
-    return done.stdout + done.stderr
-
-
-def run(python: Path, env: dict[str, str], work: Path, config: Path, queries: Path,
-        *beam: str) -> Job:
-    work.mkdir(parents=True, exist_ok=True)
-    out, dead, summary = work / "out.jsonl", work / "dead.jsonl", work / "summary.json"
-    output = cli(python, env, work, "run", "--config", str(config), "--queries", str(queries),
-                 "--out", str(out), "--dead-letter", str(dead), "--summary", str(summary),
-                 *beam)
-    return Job({r["query_id"]: r for r in _lines(out)},
-               sorted(_lines(dead), key=lambda d: d["line_number"]),
-               json.loads(summary.read_text()), output)
-
-
-def _lines(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 @pytest.fixture(scope="module")
@@ -117,15 +78,6 @@ def test_a_text_and_vector_run_gives_the_local_runners_evidence_and_dead_letters
     assert counts["search_requests"] == 17 and counts["texts_embedded"] == 10
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory, sdk_python: Path,
-           sdk_env: dict[str, str]) -> Path:
-    """The standard library's docs as a folder of Markdown files."""
-    root = tmp_path_factory.mktemp("corpus")
-    cli(sdk_python, sdk_env, root, "corpus", str(root / "docs"))
-    return root / "docs"
-
-
 @pytest.mark.live_es
 def test_an_elasticsearch_run_and_its_es_sink_give_the_local_runners_evidence(
         engine: list[str], tmp_path: Path, sdk_python: Path, sdk_env: dict[str, str],
@@ -161,7 +113,7 @@ def _store(config: Path) -> dict[str, tuple[dict, list[float]]]:
     root = Path(yaml.safe_load(config.read_text())["search"]["embedded"]["path"])
     version = root / "versions" / (root / "CURRENT").read_text().strip()
     vectors = np.load(version / "vectors.npy")
-    records = _lines(version / "records.jsonl")
+    records = lines(version / "records.jsonl")
     return {r["id"]: (r, vectors[row].tolist()) for row, r in enumerate(records)}
 
 

@@ -1,0 +1,101 @@
+"""A worker killed mid-run on a real engine: the engine retries and the evidence is whole and
+equal to the local runner's, or the run fails and the previous OUT stays as it was, with no
+manifest vouching for a run that did not finish."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.engines.clusters import WorkerPool
+from tests.engines.jobs import JOB_SECONDS, cli, lines
+
+pytestmark = [pytest.mark.engines, pytest.mark.slow]
+
+QUERIES = 10_000
+"""Enough that the job is still running seconds after its first worker came up."""
+KILL_AFTER_SECONDS = 5
+"""How long after the first SDK worker appeared one is killed: past start-up, mid-bundle."""
+PREVIOUS = "a previous night's evidence\n"
+
+
+@pytest.fixture(scope="module")
+def hashing_store(tmp_path_factory: pytest.TempPathFactory, sdk_python: Path,
+                  sdk_env: dict[str, str], corpus: Path) -> Path:
+    """The corpus indexed with the hashing embedder; returns the config that reads it."""
+    root = tmp_path_factory.mktemp("hashing")
+    config = root / "config.yaml"
+    config.write_text(f"search:\n  embedded:\n    path: {root / 'store'}\n    index: flat\n"
+                      "embedder:\n  kind: hashing\n  dim: 384\n")
+    cli(sdk_python, sdk_env, root, "index", "--config", str(config), "--docs", str(corpus))
+    return config
+
+
+@pytest.fixture(scope="module")
+def many_queries(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    vectors = np.random.default_rng(5).normal(size=(QUERIES, 384)).round(6)
+    path = tmp_path_factory.mktemp("many") / "queries.jsonl"
+    path.write_text("".join(json.dumps({"id": f"q{i}", "vector": v.tolist()}) + "\n"
+                            for i, v in enumerate(vectors)))
+    return path
+
+
+def test_a_killed_worker_leaves_whole_evidence_or_the_previous_out(
+        engine: list[str], worker_pool: WorkerPool, tmp_path: Path, sdk_python: Path,
+        sdk_env: dict[str, str], hashing_store: Path, many_queries: Path) -> None:
+    out, log = tmp_path / "out.jsonl", tmp_path / "run.log"
+    out.write_text(PREVIOUS)
+    earlier = set(worker_pool.workers())  # of jobs run before, if any still linger
+    with log.open("w") as output:
+        job = subprocess.Popen(
+            [str(sdk_python), "-m", "pipeline.cli", "run", "--config", str(hashing_store),
+             "--queries", str(many_queries), "--out", str(out), "--dead-letter",
+             str(tmp_path / "dead.jsonl"), *engine],
+            cwd=tmp_path, env=sdk_env, stdout=output, stderr=subprocess.STDOUT)
+    try:
+        killed = _kill_one_worker(worker_pool, earlier, job)
+        code = job.wait(timeout=JOB_SECONDS)
+    finally:
+        job.kill()
+    assert killed, f"the job ended before a worker could be killed:\n{log.read_text()[-3000:]}"
+    print(f"{engine[1]}: SDK worker {killed} killed mid-run, the run exited {code}")
+
+    manifest = Path(f"{out}.manifest.json")
+    if code == 0:
+        local = tmp_path / "local.jsonl"
+        cli(sdk_python, sdk_env, tmp_path, "run", "--config", str(hashing_store), "--queries",
+            str(many_queries), "--out", str(local))
+        assert _by_query(out) == _by_query(local) and len(_by_query(out)) == QUERIES
+        assert manifest.exists()
+    else:
+        assert code == 3, f"exit {code}\n{log.read_text()[-3000:]}"
+        assert out.read_text() == PREVIOUS
+        assert not manifest.exists()
+
+
+def _kill_one_worker(pool: WorkerPool, earlier: set[int],
+                     job: subprocess.Popen) -> int | None:
+    """SIGKILLs one of the SDK workers the pool started for `job` `KILL_AFTER_SECONDS` after
+    the first appeared, if the job is still running then; returns the id it killed."""
+    deadline = time.monotonic() + JOB_SECONDS
+    while not set(pool.workers()) - earlier:
+        if job.poll() is not None or time.monotonic() > deadline:
+            return None
+        time.sleep(0.2)
+    time.sleep(KILL_AFTER_SECONDS)
+    workers = sorted(set(pool.workers()) - earlier)
+    if job.poll() is not None or not workers:
+        return None
+    os.kill(workers[0], signal.SIGKILL)
+    return workers[0]
+
+
+def _by_query(path: Path) -> dict[str, dict]:
+    return {row["query_id"]: row for row in lines(path)}
