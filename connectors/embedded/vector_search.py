@@ -1,8 +1,8 @@
 """kNN over the store's unit vectors with faiss: exact inner product, or an HNSW graph.
 
-Exact search keeps the store's documented order: higher score first, ties by lower row. faiss
-breaks ties by higher row, so each query asks for one hit more than it needs; when that extra
-hit ties the last one kept, the query is answered by numpy's exact top-k instead.
+Exact search keeps the store's documented order: higher score first, ties by lower row, and
+gives a query the same rows and score bits whatever batch it comes in (see
+`exact_neighbours`): faiss picks candidates, `cosines` scores them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Annotated, ClassVar, Literal
 import faiss
 import numpy as np
 
-from connectors.embedded.top_k import top_rows
+from connectors.embedded.top_k import NO_ROWS, top_rows
 from core.params import PARAMS_CONFIG, Bound, Real, Whole, check_bounds
 
 # faiss >= 1.11 computes batches of fewer than 128,000 queries (its default threshold) one query
@@ -60,29 +60,63 @@ Neighbours = list[tuple[np.ndarray, np.ndarray]]
 """Per query: rows best first and their cosine similarities."""
 
 
+EXTRA_CANDIDATES = 8
+"""Rows faiss returns beyond a query's k, rescored to find the k best."""
+SCORE_TOLERANCE = 1e-5
+"""More than a float32 dot product of unit vectors of a few hundred dimensions moves when its
+terms are summed in another order."""
+_BLOCK_ROWS = 8192
+
+
+def cosines(vectors: np.ndarray, query: np.ndarray, rows: np.ndarray | None = None
+            ) -> np.ndarray:
+    """The float32 similarities of `rows` (all, if None) to `query`, summed in float64 and
+    rounded: a row's score does not depend on what else is computed with it (a float32 BLAS
+    batch sums in an order that depends on the batch), but for a float64 rounding tie about
+    once in 10^8 scores."""
+    point = query.astype(np.float64)
+    if rows is not None:
+        return (vectors[rows].astype(np.float64) @ point).astype(np.float32)
+    scores = np.empty(vectors.shape[0], dtype=np.float32)
+    for start in range(0, vectors.shape[0], _BLOCK_ROWS):
+        scores[start:start + _BLOCK_ROWS] = vectors[start:start + _BLOCK_ROWS].astype(
+            np.float64) @ point
+    return scores
+
+
 def exact_neighbours(vectors: np.ndarray, queries: np.ndarray, ks: list[int]) -> Neighbours:
-    """The `ks[i]` rows most similar to `queries[i]` (unit rows), exactly, ties by lower row."""
+    """The `ks[i]` rows most similar to `queries[i]` (unit rows), exactly, ties by lower row,
+    scored by `cosines`: the same rows and scores whatever batch a query comes in.
+
+    faiss finds `EXTRA_CANDIDATES` more rows than asked, scored in float32 by batch; those
+    are rescored. If the k-th best rescored does not beat faiss's last candidate by more than
+    `SCORE_TOLERANCE`, a row faiss left out could be among the k best, and the query is
+    scored against every row instead."""
     rows = vectors.shape[0]
-    wanted = min(max(ks) + 1, rows)
-    scores, found = faiss.knn(np.ascontiguousarray(queries, dtype=np.float32), vectors,
+    wanted = min(max(ks, default=0) + EXTRA_CANDIDATES, rows)
+    if wanted == 0:
+        return [(NO_ROWS, NO_ROWS.astype(np.float32)) for _ in ks]
+    bounds, found = faiss.knn(np.ascontiguousarray(queries, dtype=np.float32), vectors,
                               wanted, metric=faiss.METRIC_INNER_PRODUCT)
     result: Neighbours = []
     for i, k in enumerate(ks):
         k = min(k, rows)
-        if k < wanted and k > 0 and scores[i, k] == scores[i, k - 1]:
-            ((top, best),) = top_rows(queries[i:i + 1] @ vectors.T, k)
+        candidates = found[i].astype(np.int64)
+        scores = cosines(vectors, queries[i], candidates)
+        order = np.lexsort((candidates, -scores))[:k]
+        if k > 0 and wanted < rows and scores[order[-1]] <= bounds[i, -1] + SCORE_TOLERANCE:
+            ((top, best),) = top_rows(cosines(vectors, queries[i])[np.newaxis, :], k)
             result.append((top, best))
             continue
-        top, best = found[i, :k], scores[i, :k]
-        order = np.lexsort((top, -best))
-        result.append((top[order].astype(np.int64), best[order]))
+        result.append((candidates[order], scores[order]))
     return result
 
 
 def subset_neighbours(vectors: np.ndarray, query: np.ndarray, rows: np.ndarray, k: int
                       ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top-`k` among `rows` only (a filter's matches), ties by lower row."""
-    ((top, best),) = top_rows((vectors[rows] @ query)[np.newaxis, :], k)
+    """Exact top-`k` among `rows` only (a filter's matches), ties by lower row, scored by
+    `cosines`."""
+    ((top, best),) = top_rows(cosines(vectors, query, rows)[np.newaxis, :], k)
     return rows[top], best
 
 
