@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -22,8 +21,9 @@ def chunk_fingerprint(content: str, metadata: Mapping[str, Any],
     """SHA-256 (its first 128 bits, hex) of the text as embedded (the embedder's document
     prefix, then `content`), the metadata, and the embedder's identity; for a chunk record
     that carries its own vector (no embedder), of the vector instead of the embedder. The
-    model's weights are not part of it: a store holds one model's vectors (another is refused
-    unless `--rebuild`), so that chunks fingerprinted before weights were recorded still match.
+    model's weights and the backend that runs it are not part of it: a store holds one model's
+    vectors (another is refused unless `--rebuild`), so that chunks fingerprinted before weights
+    were recorded still match, and a chunk embedded by torch is not embedded again by onnx.
 
     The same chunk gives the same fingerprint on any machine: metadata is canonical JSON
     (sorted keys), the vector its float32 bytes.
@@ -32,7 +32,7 @@ def chunk_fingerprint(content: str, metadata: Mapping[str, Any],
     prefix = embedder.document_prefix if embedder is not None else ""
     for part in (prefix + content,
                  json.dumps(metadata, sort_keys=True, ensure_ascii=False, default=str),
-                 json.dumps(replace(embedder, weights=None).to_dict() if embedder else None,
+                 json.dumps(embedder.model_identity() if embedder else None,
                             sort_keys=True)):
         encoded = part.encode("utf-8", "surrogatepass")
         sha.update(len(encoded).to_bytes(8, "little"))

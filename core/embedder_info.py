@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+_OPTIONAL = ("weights", "backend", "checkpoint")
+
 
 @dataclass(frozen=True)
 class EmbedderInfo:
@@ -13,8 +15,12 @@ class EmbedderInfo:
 
     Two embedders are interchangeable when every field is equal (see `same_as`): the same
     model with another prefix puts queries and chunks in different places. `weights` is the
-    model's fingerprint by content (see `connectors.embedders.model_fingerprint`): a model's
-    name is its folder's, and two folders of one name may hold different models.
+    fingerprint by content of the files the backend computes with (see
+    `connectors.embedders.model_fingerprint`): a model's name is its folder's, and two folders
+    of one name may hold different models. `backend` runs the model (`onnx`, `torch`; None for
+    the hashing embedder and for what was recorded before backends were). `checkpoint` is the
+    fingerprint of the model those weights are a rendition of, when it is not the weights
+    themselves (the packaged int8 ONNX all-MiniLM-L6-v2 names the original's).
     """
 
     kind: str
@@ -24,24 +30,34 @@ class EmbedderInfo:
     document_prefix: str = ""
     normalize: bool = True
     weights: str | None = None
+    backend: str | None = None
+    checkpoint: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field; `weights` only when known (so what was recorded without it reads the
-        same)."""
+        """Every field; `weights`, `backend` and `checkpoint` only when known (so what was
+        recorded without them reads the same)."""
         fields = asdict(self)
-        if self.weights is None:
-            del fields["weights"]
+        for optional in _OPTIONAL:
+            if fields[optional] is None:
+                del fields[optional]
         return fields
 
+    def model_identity(self) -> dict[str, Any]:
+        """What puts vectors in their places: every field but the weights' rendition and the
+        backend that runs them."""
+        return replace(self, weights=None, backend=None, checkpoint=None).to_dict()
+
     def same_as(self, other: EmbedderInfo | None) -> bool:
-        """Whether `other` is this embedder: every field equal, the weights' fingerprints too
-        when both are known (a store recorded before fingerprints were has none: its next
-        commit records it)."""
-        if other is None:
+        """Whether `other` is this embedder: the same model identity, and the same model by
+        content when both fingerprints are known (a store recorded before fingerprints were has
+        none: its next commit records it). One model run by another backend is the same (its
+        `checkpoint` names the other's weights), an int8 rendition included: their vectors
+        agree to a cosine of 0.998 or more."""
+        if other is None or self.model_identity() != other.model_identity():
             return False
-        weights = (self.weights if None not in (self.weights, other.weights)
-                   else other.weights)
-        return replace(self, weights=weights) == other
+        if None in (self.weights, other.weights):
+            return True
+        return bool({self.weights, self.checkpoint} & {other.weights, other.checkpoint} - {None})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EmbedderInfo:
@@ -55,6 +71,8 @@ class EmbedderInfo:
             parts.append(f"prefixes {self.query_prefix!r}/{self.document_prefix!r}")
         if not self.normalize:
             parts.append("not normalized")
+        if self.backend:
+            parts.append(f"backend {self.backend}")
         if self.weights:
             parts.append(f"weights {self.weights}")
         return f"{parts[0]} ({', '.join(parts[1:])})"

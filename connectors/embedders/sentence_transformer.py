@@ -1,4 +1,5 @@
-"""A sentence-embedding model (sentence-transformers on PyTorch), run on the CPU."""
+"""A sentence-transformers model, run on the CPU by ONNX Runtime (`onnx`, the default: no
+PyTorch) or by sentence-transformers on PyTorch (`torch`, any model it loads)."""
 
 from __future__ import annotations
 
@@ -14,23 +15,37 @@ import numpy as np
 from connectors.embedder_port import EmbedderInfo, Purpose
 from connectors.embedders.model_fingerprint import model_fingerprint
 from connectors.embedders.model_location import locate_model
+from connectors.embedders.onnx_encoder import OnnxEncoder, read_layout
+from connectors.embedders.packaged_models import packaged_model
 from core.errors import ConfigError, InvalidInputError
 
 KIND = "sentence-transformers"
-INSTALL_HINT = ("install the semantic extra: pip install 'rag-evidence[semantic]' "
-                "(it pins the CPU build torch==2.13.0)")
+BACKENDS = ("onnx", "torch")
+DEFAULT_BACKEND = "onnx"
+INSTALL_HINTS = {
+    "onnx": "install the semantic extra: pip install 'rag-evidence[semantic]'",
+    "torch": "install the torch extra: pip install 'rag-evidence[torch]' (it pins the CPU "
+             "build torch==2.13.0), or use embedder.backend: onnx"}
 _log = logging.getLogger(__name__)
 
 
 def model_info(model: str, dimension: int, query_prefix: str = "", document_prefix: str = "",
-               normalize: bool = True, directory: Path | None = None) -> EmbedderInfo:
-    """What a store records of model `model` (found in `directory`, by default where
-    `locate_model` finds it) with these prefixes: its name, and its files' fingerprint."""
+               normalize: bool = True, directory: Path | None = None,
+               backend: str = DEFAULT_BACKEND) -> EmbedderInfo:
+    """What a store records of model `model` run by `backend` (found in `directory`, by
+    default where `locate_model` finds it) with these prefixes: its name, its files'
+    fingerprint, the backend, and the model they are a rendition of when it is another."""
+    directory = directory or locate_model(model, backend=backend)
+    weights = model_fingerprint(directory)
+    packaged = packaged_model(model, backend)
+    checkpoint = (packaged.checkpoint if packaged and directory.as_posix().endswith(
+        packaged.folder) else None)
     return EmbedderInfo(KIND, Path(model).name, dimension, query_prefix, document_prefix,
-                        normalize, model_fingerprint(directory or locate_model(model)))
+                        normalize, weights, backend, checkpoint)
 
 
-def model_dimension(model: str, environ: Mapping[str, str] | None = None) -> int | None:
+def model_dimension(model: str, environ: Mapping[str, str] | None = None,
+                    backend: str = DEFAULT_BACKEND) -> int | None:
     """The dimension of model `model`'s vectors, read from its files without loading it: the
     last Dense module's `out_features`, else the pooling's word dimension; None when the files
     do not say (the model must be loaded to know).
@@ -38,7 +53,7 @@ def model_dimension(model: str, environ: Mapping[str, str] | None = None) -> int
     Raises:
         ConfigError: the model is nowhere on this machine.
     """
-    directory = locate_model(model, environ)
+    directory = locate_model(model, environ, backend)
     dimension: int | None = None
     try:
         modules = json.loads((directory / "modules.json").read_text(encoding="utf-8"))
@@ -54,7 +69,8 @@ def model_dimension(model: str, environ: Mapping[str, str] | None = None) -> int
 
 
 class SentenceTransformerEmbedder:
-    """Embeds with a local sentence-transformers model, `batch_size` texts per forward pass.
+    """Embeds with a local sentence-transformers model run by `backend`, `batch_size` texts
+    per forward pass.
 
     Loading takes seconds: build one per worker process and share it (the pipeline's Embed
     step does, through Beam's `Shared`).
@@ -69,16 +85,23 @@ class SentenceTransformerEmbedder:
     def __init__(self, model: str, *, batch_size: int = 64, query_prefix: str = "",
                  document_prefix: str = "", normalize: bool = True,
                  expected_dimension: int | None = None,
-                 environ: Mapping[str, str] | None = None) -> None:
-        directory = locate_model(model, environ)
-        self._model = _load(directory)
-        dimension = int(self._model.get_embedding_dimension())
+                 environ: Mapping[str, str] | None = None,
+                 backend: str = DEFAULT_BACKEND) -> None:
+        if backend not in BACKENDS:
+            raise ConfigError("embedder.backend", backend, f"must be one of {list(BACKENDS)}")
+        directory = locate_model(model, environ, backend)
+        if backend == "onnx":
+            self._onnx: OnnxEncoder | None = _load_onnx(directory, batch_size)
+            dimension = self._onnx.layout.dimension
+        else:
+            self._onnx, self._model = None, _load(directory)
+            dimension = int(self._model.get_embedding_dimension())
         if expected_dimension is not None and expected_dimension != dimension:
             raise ConfigError("embedder.dim", expected_dimension,
                               f"the model {model!r} makes vectors of {dimension} dimensions; "
                               "remove embedder.dim or set it to that")
         self._info = model_info(model, dimension, query_prefix, document_prefix, normalize,
-                                directory)
+                                directory, backend)
         self._batch_size = batch_size
 
     @property
@@ -94,11 +117,22 @@ class SentenceTransformerEmbedder:
             if not text.strip():
                 raise InvalidInputError("text", text, "is blank; there is nothing to embed")
         prefix = self._info.query_prefix if purpose == "query" else self._info.document_prefix
+        if self._onnx is not None:
+            return self._onnx.encode([prefix + text for text in texts], self._info.normalize)
         vectors = self._model.encode(
             [prefix + text for text in texts], batch_size=self._batch_size,
             normalize_embeddings=self._info.normalize, convert_to_numpy=True,
             show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dimension)
+
+
+def _load_onnx(directory: Path, batch_size: int) -> OnnxEncoder:
+    layout = read_layout(directory)
+    try:
+        return OnnxEncoder(layout, batch_size=batch_size)
+    except ImportError as error:
+        raise ConfigError("embedder.backend", "onnx",
+                          f"{INSTALL_HINTS['onnx']} ({error})") from None
 
 
 def _load(directory: Path) -> Any:
@@ -110,7 +144,8 @@ def _load(directory: Path) -> Any:
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as error:
-        raise ConfigError("embedder.kind", KIND, f"{INSTALL_HINT} ({error})") from None
+        raise ConfigError("embedder.backend", "torch",
+                          f"{INSTALL_HINTS['torch']} ({error})") from None
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()

@@ -42,13 +42,14 @@ def demo_settings(config: str | None, environ: Mapping[str, str], overrides: lis
     if unavailable is None:
         semantic = load_settings(config, environ, [f"search.embedded.path={store}", *SEMANTIC,
                                                    *overrides])
-        return semantic, f"embedder: sentence-transformers {MINILM} (semantic)"
+        return semantic, (f"embedder: sentence-transformers {MINILM} on "
+                          f"{semantic.embedder.backend} (semantic)")
     return chosen, f"embedder: hashing (lexical fallback: {unavailable})"
 
 
 def semantic_unavailable() -> str | None:
     """Why the semantic demo cannot run here, or None when it can."""
-    if importlib.util.find_spec("sentence_transformers") is None:
+    if None in (importlib.util.find_spec("onnxruntime"), importlib.util.find_spec("tokenizers")):
         return "install the semantic extra for a sentence-embedding model"
     try:
         locate_model(MINILM)

@@ -138,7 +138,7 @@ def open_embedder(settings: EmbedderSettings) -> EmbedderPort:
         return SentenceTransformerEmbedder(
             settings.model, batch_size=settings.batch_size, query_prefix=settings.query_prefix,
             document_prefix=settings.document_prefix, normalize=settings.normalize,
-            expected_dimension=settings.dim)
+            expected_dimension=settings.dim, backend=settings.backend)
     return HashingEmbedder(settings.dim or hashing.DEFAULT_DIMENSION)
 
 
@@ -148,8 +148,9 @@ def embedder_info(settings: EmbedderSettings) -> EmbedderInfo:
     if settings.kind != "sentence-transformers":
         return HashingEmbedder(settings.dim or hashing.DEFAULT_DIMENSION).info
     assert settings.model is not None
-    dimension = sentence_transformer.model_dimension(settings.model)
+    dimension = sentence_transformer.model_dimension(settings.model, backend=settings.backend)
     if dimension is None or (settings.dim is not None and settings.dim != dimension):
         return open_embedder(settings).info  # loading says what is wrong, or the dimension
     return sentence_transformer.model_info(settings.model, dimension, settings.query_prefix,
-                                           settings.document_prefix, settings.normalize)
+                                           settings.document_prefix, settings.normalize,
+                                           backend=settings.backend)

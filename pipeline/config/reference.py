@@ -76,6 +76,8 @@ MEANINGS = {
     "projection.max-chars-per-item": "characters per projected item",
     "embedder.kind": "`hashing` (dependency-free, matches words) or `sentence-transformers`",
     "embedder.model": "model folder or cached model name (sentence-transformers)",
+    "embedder.backend": "`onnx` (ONNX Runtime, no PyTorch; the semantic extra) or `torch` "
+                        "(sentence-transformers on PyTorch; the torch extra)",
     "embedder.dim": "hashing: the dimension (unset: 384); a model's: checked against it",
     "embedder.batch-size": "texts per forward pass, queries and chunks alike",
     "embedder.query-prefix": "prepended to query texts (e5: `\"query: \"`)",

@@ -137,6 +137,7 @@ class EmbedderSettings(Section):
 
     kind: Literal["hashing", "sentence-transformers"] = "hashing"
     model: str | None = None
+    backend: Literal["onnx", "torch"] = "onnx"
     dim: Annotated[Whole, EMBEDDER_DIM] | None = None
     batch_size: Annotated[Whole, Bound("embedder.batch-size", ge=1, le=4096)] = 64
     query_prefix: str = ""

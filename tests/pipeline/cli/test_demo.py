@@ -44,7 +44,7 @@ def test_the_demo_uses_the_semantic_model_when_it_is_installed(minilm: str,
                                                                tmp_path: Path) -> None:
     settings, line = demo_settings(None, {}, [], tmp_path / "store")
     assert settings.embedder.kind == "sentence-transformers"
-    assert line == f"embedder: sentence-transformers {minilm} (semantic)"
+    assert line == f"embedder: sentence-transformers {minilm} on onnx (semantic)"
 
 
 def test_a_configured_embedder_wins_over_the_demos_choice(minilm: str, tmp_path: Path) -> None:

@@ -87,6 +87,21 @@ def test_hybrid_recall_fuses_bm25_and_knn_by_evidence_key(tmp_path: Path,
     assert len(keys) == len({(q, b["evidence_key"]) for q, bs in evidence.items() for b in bs})
 
 
+def test_a_store_built_by_torch_answers_onnx_queries_with_the_same_evidence(
+        tmp_path: Path, backend: list[str]) -> None:
+    """One model, two backends: a store indexed by torch is accepted by an onnx run (and its
+    evidence is torch's, to the order)."""
+    torch = [*backend, "--set", "embedder.backend=torch"]
+    _index(tmp_path, torch)
+    by_torch = _run(tmp_path, torch)
+    by_onnx = _run(tmp_path, [*backend, "--set", "embedder.backend=onnx"])
+    assert {q: [b["evidence_key"] for b in blocks] for q, blocks in by_onnx.items()} == {
+        q: [b["evidence_key"] for b in blocks] for q, blocks in by_torch.items()}
+    for query, blocks in by_onnx.items():
+        assert [b["score"] for b in blocks] == pytest.approx(
+            [b["score"] for b in by_torch[query]], abs=0.01)
+
+
 def test_lexical_recall_needs_no_model(tmp_path: Path, backend: list[str]) -> None:
     _index(tmp_path, backend)
     evidence = _run(tmp_path, backend, "--set", "rag.recall.mode=lexical",
@@ -103,8 +118,8 @@ def test_a_run_with_another_embedder_is_refused_naming_both(
                  "--set", "embedder.kind=hashing", "--set", "embedder.dim=384"])
     assert code == 2
     err = capsys.readouterr().err
-    assert re.search(r"built with sentence-transformers all-MiniLM-L6-v2 \(384 dims, weights "
-                     r"[0-9a-f]{16}\)", err)
+    assert re.search(r"built with sentence-transformers all-MiniLM-L6-v2 \(384 dims, backend "
+                     r"onnx, weights [0-9a-f]{16}\)", err)
     assert "configured embedder is hashing (384 dims)" in err
 
 

