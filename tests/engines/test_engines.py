@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +151,11 @@ def test_index_on_the_engine_builds_and_updates_the_local_runners_store(
 def _counts(summary: dict) -> dict:
     return {k: v for k, v in summary.items() if k in ("added", "updated", "unchanged",
                                                       "deleted", "failed", "texts_embedded")}
+
+
+def test_the_workers_venv_holds_no_torch(sdk_python: Path, sdk_env: dict[str, str]) -> None:
+    """The workers embed with the `semantic` extra's ONNX model: no PyTorch to ship."""
+    done = subprocess.run([str(sdk_python), "-c", "import importlib.util as u; "
+                           "print(u.find_spec('torch'), u.find_spec('onnxruntime') is not None)"],
+                          env=sdk_env, capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["None", "True"]
