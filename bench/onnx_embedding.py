@@ -1,22 +1,25 @@
-"""ONNX Runtime against PyTorch for all-MiniLM-L6-v2 on this CPU: speed and agreement.
+"""The onnx backend against the torch backend for all-MiniLM-L6-v2, as the project runs them.
 
-sentence-transformers' own ONNX backend (`backend="onnx"`) needs `optimum-onnx`, which does not
-install beside sentence-transformers 6 (pip: ResolutionImpossible: it pins transformers 4). So
-this exports the model's transformer with `torch.onnx.export` once into the model cache and
-runs it with onnxruntime (mean pooling and normalization as the model's own modules do), which
-is what that backend does. Prints texts/s of each on short queries and on 800-character
-chunks, the ratio ORT / torch, and the lowest cosine between the two embeddings of a text.
+Both are `SentenceTransformerEmbedder`s: `backend="onnx"` runs the packaged int8 ONNX file
+with ONNX Runtime, `backend="torch"` the original weights with sentence-transformers. Prints,
+in one run: texts/s of each on short queries and on 800-character chunks (best of --repeats,
+after a warm-up) and the ratio onnx / torch; the lowest cosine between the two embeddings of
+a text; and top-1 agreement: for --queries queries (the first 8 words of sentences of the
+standard library's docs), whether each backend's nearest paragraph of those docs, embedded by
+that same backend, is the same one.
 
-    python bench/onnx_embedding.py [--short 2000] [--long 200] [--repeats 3]
+    python bench/onnx_embedding.py [--short 2000] [--long 200] [--queries 400] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -24,96 +27,65 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ as a package
 
 from bench.embedding_throughput import texts
-from connectors.embedders.model_location import CACHE_ENV, MINILM, locate_model
+from connectors.embedders.model_location import CACHE_ENV, MINILM
 from connectors.embedders.sentence_transformer import SentenceTransformerEmbedder
+from pipeline.eval.stdlib_corpus import write_corpus
 
 
-def export(model: object, tokenizer: object, path: Path) -> None:
-    import torch
-
-    sample = tokenizer(["an example"], return_tensors="pt")  # type: ignore[operator]
-    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
-
-    class Encoder(torch.nn.Module):  # the transformer, called by keyword as the model calls it
-        def __init__(self) -> None:
-            super().__init__()
-            self.inner = model[0].auto_model  # type: ignore[index]
-
-        def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
-            return self.inner(**dict(zip(names, tensors, strict=True))).last_hidden_state
-
-    torch.onnx.export(Encoder().eval(), tuple(sample[n] for n in names), str(path),
-                      input_names=names, output_names=["last_hidden_state"], opset_version=17,
-                      dynamo=False,
-                      dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names,
-                                                                          "last_hidden_state"]})
-
-
-class OrtEmbedder:
-    def __init__(self, path: Path, tokenizer: object, batch_size: int) -> None:
-        import onnxruntime
-
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = os.cpu_count() or 1
-        self._session = onnxruntime.InferenceSession(str(path), options,
-                                                     providers=["CPUExecutionProvider"])
-        self._names = [i.name for i in self._session.get_inputs()]
-        self._tokenizer, self._batch = tokenizer, batch_size
-
-    def embed(self, batch: list[str]) -> np.ndarray:
-        out = []
-        for start in range(0, len(batch), self._batch):
-            tokens = self._tokenizer(batch[start:start + self._batch], padding=True,  # type: ignore[operator]
-                                     truncation=True, max_length=256, return_tensors="np")
-            (hidden,) = self._session.run(None, {n: tokens[n].astype(np.int64)
-                                                 for n in self._names})
-            mask = tokens["attention_mask"][..., np.newaxis].astype(np.float32)
-            pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
-            out.append(pooled / np.linalg.norm(pooled, axis=1, keepdims=True))
-        return np.vstack(out)
-
-
-def best(repeats: int, fn, batch: list[str]) -> float:  # type: ignore[no-untyped-def]
+def best(repeats: int, embed: Callable[[list[str]], np.ndarray], batch: list[str]) -> float:
     seconds = []
     for _ in range(repeats):
         started = time.perf_counter()
-        fn(batch)
+        embed(batch)
         seconds.append(time.perf_counter() - started)
     return min(seconds)
+
+
+def paragraphs(folder: Path) -> list[str]:
+    write_corpus(folder)
+    found = []
+    for page in sorted(folder.glob("*.md")):
+        found += [p.strip()[:800] for p in page.read_text().split("\n\n")
+                  if len(p.split()) >= 8]
+    return found
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--short", type=int, default=2000)
     parser.add_argument("--long", type=int, default=200)
+    parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch", type=int, default=64)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         os.environ.setdefault(CACHE_ENV, scratch)
-        onnx_file = locate_model(MINILM) / "onnx" / "encoder.onnx"
-        embedder = SentenceTransformerEmbedder(MINILM, batch_size=args.batch)
-        model = embedder._model  # the library's own model, as a user would load it
-        if not onnx_file.is_file():
-            onnx_file.parent.mkdir(exist_ok=True)
-            started = time.perf_counter()
-            export(model, model.tokenizer, onnx_file)
-            print(f"exported to {onnx_file} once, in {time.perf_counter() - started:.1f} s")
-        ort = OrtEmbedder(onnx_file, model.tokenizer, args.batch)
-
-        def torch_embed(batch: list[str]) -> np.ndarray:
-            return np.asarray(model.encode(batch, batch_size=args.batch, show_progress_bar=False,
-                                           normalize_embeddings=True, convert_to_numpy=True))
-
+        backends = {name: SentenceTransformerEmbedder(MINILM, batch_size=args.batch,
+                                                      backend=name)
+                    for name in ("torch", "onnx")}
         for label, batch in (("short queries", texts(args.short, 40, 1)),
                              ("800-char chunks", texts(args.long, 800, 2))):
-            torch_embed(batch[:8]), ort.embed(batch[:8])  # warm up both
-            torch_s, ort_s = best(args.repeats, torch_embed, batch), best(args.repeats,
-                                                                          ort.embed, batch)
-            cosine = float(np.min(np.sum(torch_embed(batch) * ort.embed(batch), axis=1)))
-            print(f"{label:>15}: torch {len(batch) / torch_s:7.1f} texts/s, onnxruntime "
-                  f"{len(batch) / ort_s:7.1f} texts/s, ort / torch {torch_s / ort_s:.2f}x, "
-                  f"lowest cosine {cosine:.6f}", flush=True)
+            for embedder in backends.values():
+                embedder.embed(batch[:8])  # warm up
+            seconds = {name: best(args.repeats, e.embed, batch) for name, e in backends.items()}
+            cosine = float(np.min(np.sum(backends["torch"].embed(batch)
+                                         * backends["onnx"].embed(batch), axis=1)))
+            print(f"{label:>15}: torch {len(batch) / seconds['torch']:7.1f} texts/s, onnx "
+                  f"{len(batch) / seconds['onnx']:7.1f} texts/s, onnx / torch "
+                  f"{seconds['torch'] / seconds['onnx']:.2f}x, lowest cosine {cosine:.6f}",
+                  flush=True)
+
+        corpus = paragraphs(Path(scratch) / "docs")
+        sentences = [s for p in corpus for s in p.split(". ") if len(s.split()) >= 6]
+        queries = [" ".join(s.split()[:8])
+                   for s in random.Random(3).sample(sentences, args.queries)]
+        top = {}
+        for name, embedder in backends.items():
+            chunks = embedder.embed(corpus, "document")
+            top[name] = np.argmax(embedder.embed(queries) @ chunks.T, axis=1)
+        agree = int(np.sum(top["torch"] == top["onnx"]))
+        print(f"top-1 agreement: {agree}/{len(queries)} queries "
+              f"({agree / len(queries):.3f}) over {len(corpus)} paragraphs")
 
 
 if __name__ == "__main__":

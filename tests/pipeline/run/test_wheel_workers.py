@@ -1,9 +1,9 @@
 """Workers that have only the wheel: the way Flink, Spark and Dataflow run the job.
 
-Builds the project's wheel, installs it alone (with its dependencies, at the driver's
-versions) into a new virtual environment, starts Beam's SDK worker pool from that
-environment, outside this checkout, and runs the job through the portable runner with
-EXTERNAL workers: the output must equal the in-memory run's.
+Builds the project's wheel, installs it alone with its `semantic` extra (its dependencies at
+the driver's versions) into a new virtual environment, which must hold no PyTorch, starts
+Beam's SDK worker pool from that environment, outside this checkout, and runs the job through
+the portable runner with EXTERNAL workers: the output must equal the in-memory run's.
 """
 
 from __future__ import annotations
@@ -42,14 +42,16 @@ def _clean_env() -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def wheel_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The python of a new venv holding only the wheel and what it depends on."""
+    """The python of a new venv holding only the wheel with its `semantic` extra and what they
+    depend on."""
     root = tmp_path_factory.mktemp("wheel")
     wheel = build_wheel(root / "dist")
     constraints = root / "constraints.txt"
     constraints.write_text(_pip(sys.executable, "freeze", "--exclude-editable", cwd=root))
     subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True)
     python = root / "venv" / "bin" / "python"
-    _pip(python, "install", "-q", "--constraint", str(constraints), str(wheel), cwd=root)
+    _pip(python, "install", "-q", "--constraint", str(constraints), f"{wheel}[semantic]",
+         cwd=root)
     return python
 
 
@@ -92,6 +94,19 @@ def test_the_wheel_venv_imports_the_package_from_the_wheel_not_the_checkout(
                           env=_clean_env(), capture_output=True, text=True, check=True)
     location = Path(done.stdout.strip())
     assert "site-packages" in location.parts and ROOT not in location.parents
+
+
+def test_the_semantic_workers_hold_no_torch_and_embed_with_the_packaged_model(
+        wheel_python: Path, tmp_path: Path) -> None:
+    script = ("import importlib.util, sys\n"
+              "assert importlib.util.find_spec('torch') is None, 'torch is installed'\n"
+              "from connectors.embedders.sentence_transformer import SentenceTransformerEmbedder\n"
+              "print(SentenceTransformerEmbedder('all-MiniLM-L6-v2').embed(['a query']).shape)\n")
+    done = subprocess.run([str(wheel_python), "-c", script], cwd=wheel_python.parents[2],
+                          env={**_clean_env(), "RAG_EVIDENCE_MODEL_CACHE": str(tmp_path)},
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "(1, 384)"
 
 
 def _run(config: Path, queries: Path, out: Path, *runner: str) -> tuple[list, list]:
