@@ -21,13 +21,14 @@ pytestmark = pytest.mark.slow  # the model, copied and loaded
 
 @pytest.fixture(scope="module")
 def two_encoders(minilm: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """/m/a/encoder and /m/b/encoder: MiniLM, and MiniLM with one setting of its config."""
+    """/m/a/encoder and /m/b/encoder: MiniLM, and MiniLM with one setting of its config (the
+    longest input it reads)."""
     root = tmp_path_factory.mktemp("m")
     a, b = root / "a" / "encoder", root / "b" / "encoder"
     shutil.copytree(locate_model(minilm), a)
     shutil.copytree(a, b)
-    config = json.loads((b / "config.json").read_text())
-    (b / "config.json").write_text(json.dumps({**config, "layer_norm_eps": 1e-6}))
+    config = json.loads((b / "sentence_bert_config.json").read_text())
+    (b / "sentence_bert_config.json").write_text(json.dumps({**config, "max_seq_length": 128}))
     return a, b
 
 
@@ -54,7 +55,8 @@ def test_index_refuses_a_same_named_model_of_other_files(
     docs.mkdir()
     (docs / "d.md").write_text("Parse a JSON document into a dictionary.")
     run_index(load_settings(overrides=_settings(store, a)), docs=str(docs))
-    with pytest.raises(EmbedderChangedError, match=r"encoder \(384 dims, weights [0-9a-f]+\)"):
+    with pytest.raises(EmbedderChangedError,
+                       match=r"encoder \(384 dims, backend onnx, weights [0-9a-f]+\)"):
         run_index(load_settings(overrides=_settings(store, b)), docs=str(docs))
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"id": "q1", "text": "json"}\n')
