@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Mapping, Sequence
 
 from pipeline.cli.explain_report import explanation_text
@@ -14,8 +15,10 @@ from pipeline.ingest.index_summary import IndexSummary
 from pipeline.ingest.job import run_index
 from pipeline.io.json_file import write_json_file
 from pipeline.io.run_io import RunIO
+from pipeline.run.dead_letter_limit import OPTION, DeadLetterLimit
 from pipeline.run.explain import explain, query_of
 from pipeline.run.job import run
+from stages.support.counters import DEAD_LETTERS, QUERIES
 
 
 def _settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
@@ -57,14 +60,22 @@ def index_report(settings: Settings, summary: IndexSummary, failures: str | None
 def run_command(args: argparse.Namespace, beam_args: Sequence[str],
                 environ: Mapping[str, str]) -> int:
     settings = _settings(args, environ)
+    limit = DeadLetterLimit.parse(args.max_dead_letters) if args.max_dead_letters else None
     io = RunIO.parse(args.queries, args.out, args.dead_letter, settings.search.elasticsearch,
                      args.previous, args.snapshot, args.summary, args.config)
     summary = run(settings, io, beam_args=beam_args)
     if args.summary:
         write_json_file(args.summary, summary.to_dict())
     print("\n".join(summary.lines()))
-    print(f"results: {args.out}\ndead letters: {io.dead_letters}\n"
-          f"manifest: {io.manifest}")
+    queries, dead = (summary.counts.get(name, 0) for name in (QUERIES, DEAD_LETTERS))
+    failed = f" ({dead} of {queries} queries failed)" if dead else ""
+    print(f"results: {args.out}\nmanifest: {io.manifest}\n"
+          f"dead letters: {io.dead_letters}{failed}")
+    if limit is not None and limit.exceeded(dead, queries):
+        print(f"rag-evidence: {dead} dead letters of {queries} queries exceed "
+              f"{OPTION} {limit}: the results are written, the run exits 1; see "
+              f"{io.dead_letters}", file=sys.stderr)
+        return 1
     return 0 if summary.balanced else 1
 
 

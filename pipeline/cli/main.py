@@ -48,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="results: a JSONL or Parquet file, or es://INDEX")
     run.add_argument("--dead-letter", help="dead-letter JSONL (default: OUT.dead-letter.jsonl)")
     run.add_argument("--summary", help="also write the summary's counts as JSON to this file")
+    run.add_argument("--max-dead-letters", metavar="N|N%",
+                     help="exit 1 when more queries than this (a count, or a share of the "
+                          "queries) end as dead letters; the results are written all the same")
     run.add_argument("--previous", metavar="PREV",
                      help="an earlier result file: write only the queries whose evidence changed")
     run.add_argument("--snapshot", metavar="FILE",

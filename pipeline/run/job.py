@@ -80,7 +80,7 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
                        embedder_factory=embedder_factory, embedder_refusal=refusal)
         result = run_to_completion(pipeline)
         summary = summarize(result, time.monotonic() - started, io.counts,
-                            backend_of(settings).counters)
+                            backend_of(settings).counters, compared=io.previous is not None)
         _warn_on_low_recall(summary, settings)
         write_manifests(io.manifests,
                         run_manifest(settings, io, summary, options, began, _now(), version))

@@ -14,6 +14,9 @@ from stages.support import counters
 
 REPORTED = counters.SUMMARY
 """What every run reports; its backend adds its own counters (`Backend.counters`)."""
+COMPARED = (counters.EVIDENCE_UNCHANGED, counters.EVIDENCE_CHANGED, counters.EVIDENCE_NEW,
+            counters.PREVIOUS_GONE)
+"""What only a run with `--previous` counts: printed only then (`--summary` keeps them all)."""
 _log = logging.getLogger(__name__)
 
 
@@ -49,7 +52,8 @@ class RunSummary:
     def lines(self) -> list[str]:
         c = self.counts
         rate = c[counters.QUERIES] / self.seconds if self.seconds > 0 else 0.0
-        verdict = "ok" if self.balanced else "MISMATCH"
+        # "balanced" says only that every input is accounted for, not that none failed
+        verdict = "balanced" if self.balanced else "MISMATCH"
         return [
             *(f"{name:>22}: {c.get(name, 'n/a (the runner reports no metrics)')}"
               for name in self.reported),
@@ -85,11 +89,13 @@ class RunSummary:
 
 def summarize(result: PipelineResult, seconds: float,
               from_outputs: Callable[[], dict[str, int]],
-              backend_counters: tuple[str, ...] = ()) -> RunSummary:
-    """The run's summary from its counters (`REPORTED`, then `backend_counters`); a runner
-    without metrics (or with none of ours) gets the counts `from_outputs` reads off the job's
-    files, and the others are n/a."""
-    reported = REPORTED + backend_counters
+              backend_counters: tuple[str, ...] = (), compared: bool = False) -> RunSummary:
+    """The run's summary from its counters (`REPORTED`, then `backend_counters`; those of
+    `COMPARED` only for a run `compared` with `--previous`); a runner without metrics (or with
+    none of ours) gets the counts `from_outputs` reads off the job's files, and the others are
+    n/a."""
+    reported = tuple(name for name in REPORTED if compared or name not in COMPARED
+                     ) + backend_counters
     totals = counters.totals(result)
     counted = {} if counters.QUERIES in totals else from_outputs()
     if not counted.get(counters.QUERIES):

@@ -71,7 +71,7 @@ def test_a_text_and_vector_run_gives_the_local_runners_evidence_and_dead_letters
     assert len(local.results) == 16 and len(local.dead_letters) == 3
     assert job.results == local.results
     assert job.dead_letters == local.dead_letters
-    assert "inputs = outputs + dead letters: 19 = 16 + 3 (ok)" in job.output
+    assert "inputs = outputs + dead letters: 19 = 16 + 3 (balanced)" in job.output
     assert job.summary["from_metrics"] and job.summary["balanced"]
     counts = {name: job.summary["counts"][name] for name in COUNTED}
     assert counts == {name: local.summary["counts"][name] for name in COUNTED}

@@ -51,7 +51,7 @@ def test_run_writes_one_result_per_query_and_dead_letters_the_rest(
         by_stage["recall"]["query_id"] == "short" and "2 dimensions" in by_stage["recall"]["error"]
     )
     assert by_stage["recall"]["line_number"] == 4
-    assert "inputs = outputs + dead letters: 4 = 2 + 2 (ok)" in capsys.readouterr().out
+    assert "inputs = outputs + dead letters: 4 = 2 + 2 (balanced)" in capsys.readouterr().out
 
 
 def test_a_chunk_found_by_two_sub_queries_is_one_block_with_both_reasons(

@@ -32,7 +32,7 @@ def test_a_repeated_query_id_is_a_dead_letter_naming_the_first_line(
         (n, "q1", "id 'q1' is already used by line 1; query ids must be unique (the first "
                   "line keeps it)") for n in (3, 5)]
     assert dead[0]["input"]["vector"] == pytest.approx(VECTORS[2].tolist())
-    assert "inputs = outputs + dead letters: 4 = 2 + 2 (ok)" in capsys.readouterr().out
+    assert "inputs = outputs + dead letters: 4 = 2 + 2 (balanced)" in capsys.readouterr().out
 
 
 def test_an_invalid_first_line_still_owns_its_id(store_config: Path, tmp_path: Path) -> None:
@@ -66,7 +66,7 @@ def test_parquet_queries_in_and_parquet_results_out(store_config: Path, tmp_path
     assert results["v3"]["projected"][0]["document_id"] == "doc0#chunk-3"
     assert [(d["line_number"], d["query_id"]) for d in lines_of(dead)] == [(7, "neither"),
                                                                          (8, "short")]
-    assert "inputs = outputs + dead letters: 8 = 6 + 2 (ok)" in capsys.readouterr().out
+    assert "inputs = outputs + dead letters: 8 = 6 + 2 (balanced)" in capsys.readouterr().out
 
 
 def test_parquet_results_hold_what_jsonl_results_hold(store_config: Path,
