@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
+
 from pydantic import ValidationError
 
 
@@ -16,8 +19,9 @@ def plain_message(message: str) -> str:
     return message.removeprefix("Value error, ")
 
 
-def describe_validation_error(error: ValidationError) -> str:
-    """Every failure as `field=value: message`, joined by `; `."""
+def describe_validation_error(error: ValidationError, fields: Sequence[str] = ()) -> str:
+    """Every failure as `field=value: message`, joined by `; `; a top-level field that is not
+    one of `fields` (when given) is unknown, with the nearest of them as a suggestion."""
     parts = []
     for item in error.errors():
         field = ".".join(str(p) for p in item["loc"]) or "record"
@@ -26,5 +30,10 @@ def describe_validation_error(error: ValidationError) -> str:
             continue
         shown = repr(item.get("input"))
         shown = shown if len(shown) <= 60 else shown[:57] + "..."
-        parts.append(f"{field}={shown}: {plain_message(item['msg'])}")
+        message = plain_message(item["msg"])
+        if item["type"] == "extra_forbidden" and fields and len(item["loc"]) == 1:
+            near = difflib.get_close_matches(field, fields, n=1, cutoff=0.7)
+            message = "unknown field; " + (f"did you mean {near[0]!r}?" if near
+                                           else f"the fields are {list(fields)}")
+        parts.append(f"{field}={shown}: {message}")
     return "; ".join(parts)

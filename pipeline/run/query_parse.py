@@ -26,6 +26,9 @@ from stages.support import counters
 from stages.support.internal_errors import HandlesErrors
 from stages.support.per_query import PerQueryDoFn
 
+QUERY_FIELDS = tuple(name for field_name, field in Query.model_fields.items()
+                     for name in (field_name, field.alias) if name)
+"""The fields a query line may hold: an unknown one gets the nearest as a suggestion."""
 _SHOWN_CHARS = 10_000
 """How much of a line that is not JSON a dead letter keeps."""
 
@@ -48,7 +51,9 @@ def parse_query_line(line_number: int, line: str | bytes | dict[str, Any] | Unre
     try:
         data = loads(text)
     except ValueError as error:
-        reason = f"line is not JSON: {error}" if isinstance(error, JSONDecodeError) else str(error)
+        # the column within the line: the dead letter has the file's line number already
+        reason = (f"line is not JSON: {error.msg} at column {error.pos + 1}"
+                  if isinstance(error, JSONDecodeError) else str(error))
         return DeadLetter(stage="parse", error=reason, line_number=line_number,
                           input=text[:_SHOWN_CHARS])
     if not isinstance(data, dict):
@@ -61,7 +66,7 @@ def _validated(line_number: int, data: dict[str, Any]) -> Query | DeadLetter:
     try:
         return Query.of_line(data, line_number)
     except ValidationError as error:
-        return DeadLetter(stage="parse", error=describe_validation_error(error),
+        return DeadLetter(stage="parse", error=describe_validation_error(error, QUERY_FIELDS),
                           line_number=line_number, query_id=_query_id(data), input=data)
 
 

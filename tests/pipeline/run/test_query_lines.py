@@ -30,6 +30,19 @@ def test_bad_lines_become_dead_letters_naming_the_problem(line: str, words: list
         assert word in letter.error
 
 
+@pytest.mark.parametrize("line, error", [
+    ('{"id": "q", "txt": "typo field"}', "txt='typo field': unknown field; did you mean 'text'?"),
+    ('{"id": "q", "text": "x", "colour": "red"}',
+     "colour='red': unknown field; the fields are ['id', 'text', 'vector', 'vectors', 'filters']"),
+    ('{"id": "q", "text": }', "line is not JSON: Expecting value at column 21"),
+])
+def test_dead_letters_say_it_in_our_words(line: str, error: str) -> None:
+    """An unknown field gets the nearest known one; a JSON error gives its column within the
+    line, never a second line number beside the dead letter's own."""
+    letter = parse_query_line(6, line)
+    assert isinstance(letter, DeadLetter) and letter.error == error
+
+
 def test_dead_letter_keeps_the_query_id_when_it_has_one() -> None:
     letter = parse_query_line(2, '{"id": "q9", "vector": "oops"}')
     assert isinstance(letter, DeadLetter) and letter.query_id == "q9"
