@@ -57,7 +57,9 @@ class ElasticsearchConfig:
     password_env: str = DEFAULT_PASSWORD_ENV
     credentials_file: str | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    index_options: dict[str, Any] = field(default_factory=lambda: {"type": "int8_hnsw"})
+    index_options: dict[str, Any] = field(default_factory=lambda: {"type": "flat"})
+    """The vector field's `index_options` when `index` creates the index: exact (`flat`) by
+    default, so both backends rank alike; `int8_hnsw` for a big index, approximate."""
     bulk_chunk_size: Annotated[Whole, WRITE_BATCH] = DEFAULT_WRITE_BATCH
     """Set from `search.write-batch-size` by the settings."""
     max_searches_per_request: Annotated[Whole, Bound(_ES + "max-searches-per-request",
