@@ -85,7 +85,7 @@ def build_version(built: Path, base: BaseVersion | None, parts: StagedParts,
         graph = HnswGraph.build(vectors, hnsw, built / HNSW_FILE)
         recall, sample = recall_against_exact(graph, vectors)
         note = (f"hnsw index (m={hnsw.m}, ef-construction={hnsw.ef_construction}, "
-                f"ef-search={hnsw.first_ef}): recall@20 {recall:.3f} against exact search on "
+                f"ef-search={_ef(hnsw)}): recall@20 {recall:.3f} against exact search on "
                 f"{sample} perturbed stored rows, which lie next to the data: your queries may "
                 "do worse (`run` audits recall on its own queries, see "
                 "search.embedded.hnsw.audit-rate)")
@@ -137,3 +137,9 @@ def _check_unique(ids: list[str]) -> None:
 
 def _natural(chunk_id: str) -> list[object]:
     return [int(p) if p.isdigit() else p for p in _DIGITS.split(chunk_id)]
+
+
+def _ef(hnsw: HnswParams) -> str:
+    """The ef the build's recall was measured at, as the settings name it."""
+    return f"auto, measured at {hnsw.first_ef}" if hnsw.ef_search == "auto" else str(
+        hnsw.ef_search)

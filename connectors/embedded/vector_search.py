@@ -40,8 +40,11 @@ class HnswParams:
 
     m: Annotated[Whole, Bound(_HNSW + "m", ge=4, le=256)] = 32
     ef_construction: Annotated[Whole, Bound(_HNSW + "ef-construction", ge=8, le=4096)] = 200
+    # auto by default: a fixed ef left a 100k isotropic store at recall@20 0.30 with only a
+    # warning; auto calibrates on the run's own queries and answers exactly where the graph
+    # cannot keep its promise
     ef_search: Annotated[Whole, Bound(_HNSW + "ef-search", ge=1, le=MAX_EF_SEARCH)] | Literal[
-        "auto"] = 128
+        "auto"] = "auto"
     audit_rate: Annotated[Real, Bound(_HNSW + "audit-rate", ge=0, le=1)] = 0.01
     audit_floor: Annotated[Real, Bound(_HNSW + "audit-floor", gt=0, le=1)] = 0.95
 

@@ -89,7 +89,7 @@ def test_an_hnsw_store_is_built_by_index_with_its_recall_and_expected_by_run(
     store = ["--set", f"search.embedded.path={tmp_path / 'store'}", "--set", f"embedder.dim={DIM}"]
     assert main(["index", "--chunks", str(chunks), *store,
                  "--set", "search.embedded.index=hnsw"]) == 0
-    assert "hnsw index (m=32, ef-construction=200, ef-search=128): recall@20 " in (
+    assert "hnsw index (m=32, ef-construction=200, ef-search=auto, measured at 16): recall@20 " in (
         capsys.readouterr().out)
     queries = tmp_path / "q.jsonl"
     queries.write_text(json.dumps({"id": "q", "vector": unit_vectors(300, dim=DIM)[4].tolist()}))
