@@ -3,6 +3,7 @@ PyTorch) or by sentence-transformers on PyTorch (`torch`, any model it loads).""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -27,6 +28,20 @@ INSTALL_HINTS = {
     "torch": "install the torch extra: pip install 'rag-evidence[torch]' (it pins the CPU "
              "build torch==2.13.0), or use embedder.backend: onnx"}
 _log = logging.getLogger(__name__)
+
+
+def unavailable(model: str, backend: str = DEFAULT_BACKEND,
+                environ: Mapping[str, str] | None = None) -> str | None:
+    """Why model `model` cannot run on `backend` here (its libraries are not installed, or the
+    model is nowhere), or None when it can."""
+    libraries = ("onnxruntime", "tokenizers") if backend == "onnx" else ("sentence_transformers",)
+    if any(importlib.util.find_spec(name) is None for name in libraries):
+        return INSTALL_HINTS[backend]
+    try:
+        locate_model(model, environ, backend)
+    except ConfigError as error:
+        return str(error)
+    return None
 
 
 def model_info(model: str, dimension: int, query_prefix: str = "", document_prefix: str = "",

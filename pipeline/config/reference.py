@@ -74,7 +74,9 @@ MEANINGS = {
     "projection.max-items": "projected items per query",
     "projection.max-chars": "total projected characters per query",
     "projection.max-chars-per-item": "characters per projected item",
-    "embedder.kind": "`hashing` (dependency-free, matches words) or `sentence-transformers`",
+    "embedder.kind": "`hashing` (dependency-free, matches words), `sentence-transformers`, or "
+                     "`auto`: the model (default all-MiniLM-L6-v2) where it can run, else "
+                     "hashing with a warning",
     "embedder.model": "model folder or cached model name (sentence-transformers)",
     "embedder.backend": "`onnx` (ONNX Runtime, no PyTorch; the semantic extra) or `torch` "
                         "(sentence-transformers on PyTorch; the torch extra)",

@@ -17,6 +17,8 @@ from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.embedded.layout import IndexKind
 from connectors.embedded.vector_search import HnswParams
 from connectors.embedder_port import EMBEDDER_DIM
+from connectors.embedders.model_location import MINILM
+from connectors.embedders.sentence_transformer import DEFAULT_BACKEND, unavailable
 from core.params import Bound, Real, Whole, kebab
 from stages.dedup import DedupKey
 from stages.fusion import RRF_K, RetrieverFamily, RrfSettings, Weight
@@ -133,7 +135,9 @@ class SearchSettings(Section):
 
 
 class EmbedderSettings(Section):
-    """`embedder.*`: the hashing fallback, or a local sentence-transformers model."""
+    """`embedder.*`: the hashing fallback, or a local sentence-transformers model; `auto`
+    (resolved when the settings are read) is the model where it can run, else the hashing
+    fallback with a warning naming the extra to install."""
 
     kind: Literal["hashing", "sentence-transformers"] = "hashing"
     model: str | None = None
@@ -143,6 +147,21 @@ class EmbedderSettings(Section):
     query_prefix: str = ""
     document_prefix: str = ""
     normalize: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _auto_resolved(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("kind") != "auto":
+            return data
+        model = data.get("model") or MINILM
+        backend = data.get("backend", DEFAULT_BACKEND)
+        reason = unavailable(model, backend) if isinstance(backend, str) else None
+        if reason is None:
+            _log.info("embedder.kind=auto: sentence-transformers %s on %s", model, backend)
+            return {**data, "kind": "sentence-transformers", "model": model}
+        _log.warning("embedder.kind=auto: the hashing embedder, which matches words, not "
+                     "meaning, because %s cannot run here (%s)", model, reason)
+        return {**data, "kind": "hashing"}
 
     @model_validator(mode="after")
     def _model_named_when_needed(self) -> EmbedderSettings:

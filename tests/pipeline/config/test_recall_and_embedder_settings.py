@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import logging
+from pathlib import Path
+
 import pytest
 
 from core.errors import ConfigError
@@ -45,3 +49,25 @@ def test_the_embedder_settings_are_all_keys_of_one_section() -> None:
     assert (embedder.model, embedder.batch_size, embedder.query_prefix,
             embedder.document_prefix, embedder.normalize, embedder.dim) == (
         "/models/e5", 16, "query: ", "passage: ", False, None)
+
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_auto_is_the_model_where_it_can_run_as_the_first_config_says(minilm: str) -> None:
+    """configs/local.yaml, the config a user copies first, embeds as the demo does."""
+    embedder = load_settings(str(ROOT / "configs" / "local.yaml")).embedder
+    assert (embedder.kind, embedder.model, embedder.backend) == (
+        "sentence-transformers", minilm, "onnx")
+
+
+def test_auto_without_a_model_falls_back_to_hashing_and_says_what_to_install(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "onnxruntime" else real(name, *a))
+    with caplog.at_level(logging.WARNING):
+        embedder = load_settings(overrides=["embedder.kind=auto"]).embedder
+    assert embedder.kind == "hashing"
+    assert "pip install 'rag-evidence[semantic]'" in caplog.text
+    assert "matches words, not meaning" in caplog.text
