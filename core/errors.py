@@ -111,7 +111,8 @@ class EmbedderMismatchError(RagEvidenceError):
         super().__init__(
             f"{store} was built with {stored}, but the configured embedder is {configured}; "
             "text queries need the embedder that built the store: set embedder.* to match it, "
-            "or re-index with `rag-evidence index`")
+            "or rebuild the store with the configured one (`rag-evidence index --rebuild`: "
+            "index alone refuses another embedder)")
 
 
 class KnowledgeSearchError(RagEvidenceError):

@@ -16,7 +16,18 @@ DEMO_QUESTIONS = (
     "Compare two sequences and show the differences",
     "Read rows from a CSV file as dictionaries",
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_ABBREVIATION = re.compile(r"(?:[A-Za-z]\.){2,}|(?:e\.g|i\.e|etc|vs|cf|approx|resp)\.", re.I)
+"""A word ending in a period that ends no sentence: a.k.a., e.g., i.e., etc."""
+
+
+def first_sentence(text: str) -> str:
+    """`text` up to its first sentence end, not cut at an abbreviation."""
+    for end in _SENTENCE_END.finditer(text):
+        word = text[:end.start()].rsplit(None, 1)[-1]
+        if not _ABBREVIATION.fullmatch(word.lstrip("(")):
+            return text[:end.start()]
+    return text
 
 
 def headline(content: str, heading: str | None = None, limit: int = 90) -> str:
@@ -27,7 +38,7 @@ def headline(content: str, heading: str | None = None, limit: int = 90) -> str:
         if paragraph.startswith("#"):
             heading = heading or paragraph.lstrip("#").strip().splitlines()[0]
         elif paragraph:
-            sentence = _SENTENCE_END.split(" ".join(paragraph.split()), maxsplit=1)[0]
+            sentence = first_sentence(" ".join(paragraph.split()))
             if heading or sentence:
                 break
     text = f"{heading}: {sentence}" if heading and sentence else heading or sentence

@@ -13,6 +13,12 @@ from pipeline.cli.main import main
 pytestmark = pytest.mark.slow  # the demo: the model over the stdlib corpus
 
 
+def test_the_first_sentence_does_not_end_at_an_abbreviation() -> None:
+    assert headline("The shelve module, a.k.a. a persistent dict. More.", heading="shelve") == (
+        "shelve: The shelve module, a.k.a. a persistent dict.")
+    assert headline("Use e.g. json or i.e. text. More.") == "Use e.g. json or i.e. text."
+
+
 def test_the_headline_is_the_heading_and_the_first_sentence() -> None:
     content = "## json.loads\n\nDeserialize ``s`` to a Python object. Uses the decoder.\n\nMore."
     assert headline(content) == "json.loads: Deserialize ``s`` to a Python object."

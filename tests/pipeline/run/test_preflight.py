@@ -48,7 +48,8 @@ def test_text_queries_against_another_embedders_store_stop_the_run_naming_both(
     port = _store(tmp_path / "store", 8, OTHER)
     queries = _queries(tmp_path / "q.jsonl", {"id": "t", "text": "open a file"})
     with pytest.raises(EmbedderMismatchError, match=r"built with sentence-transformers "
-                                                    r"other-model.*configured embedder is hashing"):
+                                                    r"other-model.*configured embedder is hashing"
+                                                    r".*rag-evidence index --rebuild"):
         preflight(port, partial(HashingEmbedder, 8), query_source(queries))
 
 
