@@ -65,10 +65,11 @@ class RunSummary:
 
     def _hnsw_lines(self) -> list[str]:
         c, recall = self.counts, self.hnsw_recall
-        if recall is None:
-            return []
-        lines = [f"{'hnsw recall@k':>22}: {recall:.3f} (audited on "
-                 f"{c.get(events.HNSW_AUDITED, 0)} queries)"]
+        lines = [] if recall is None else [
+            f"{'hnsw recall@k':>22}: {recall:.3f} (audited on "
+            f"{c.get(events.HNSW_AUDITED, 0)} queries)"]
+        # a calibration that chose exact search is said even when no query was audited: else
+        # nobody learns that the graph was not used
         if c.get(events.HNSW_SETTLED):
             ef = c.get(events.HNSW_EF, 0) / c[events.HNSW_SETTLED]
             exact = c.get(events.HNSW_EXACT, 0)
