@@ -37,7 +37,8 @@ MEANINGS = {
                          "of at most `max-searches-per-request`)",
     "search.write-batch-size": "chunks per write of `index`, on every backend (a `_bulk` "
                                "request on Elasticsearch)",
-    "search.embedded.path": "the embedded store's folder",
+    "search.embedded.path": "the embedded store's folder; a relative path is taken from the "
+                            "working directory, not from the config file's folder",
     "search.embedded.index": "`flat` (exact) or `hnsw` (approximate, for big stores): built "
                              "by `index`, expected by `run`",
     "search.embedded.hnsw.m": "HNSW links per node (`index` time)",
