@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pipeline.config.loader import load_settings
 from pipeline.eval.plot import plot_curves
+from pipeline.eval.qrels import read_qrels
 from pipeline.eval.runner import eval_table, evaluate
 from pipeline.eval.stdlib_corpus import write_corpus
 from pipeline.io.local_paths import check_output_file
@@ -25,7 +26,9 @@ def eval_command(args: argparse.Namespace, beam_args: Sequence[str],
                     beam_args=beam_args)
     print(eval_table(rows, args.k))
     if args.plot:
-        plot_curves(rows, args.plot)
+        level = read_qrels(args.qrels).level
+        plot_curves(rows, args.plot, f"{Path(args.queries).name}: {level}-level judgments "
+                                     f"({Path(args.qrels).name})")
         print(f"plot: {args.plot}")
     if args.json:
         Path(args.json).write_text(json.dumps([r.to_dict() for r in rows], indent=1) + "\n",

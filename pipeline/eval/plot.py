@@ -11,8 +11,21 @@ from pipeline.eval.runner import EvalRow
 INSTALL_HINT = "install the plot extra: pip install 'rag-evidence[plot]'"
 
 
-def plot_curves(rows: Sequence[EvalRow], path: str | Path) -> None:
-    """Draws each row's nDCG@k and Recall@k curves side by side into a PNG at `path`.
+_STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"))
+"""Line and marker per config in turn, so that two identical curves both show."""
+
+
+def y_range(rows: Sequence[EvalRow]) -> tuple[float, float]:
+    """The y axis: from a little under the lowest value drawn (at a tenth), not from 0, so
+    that close curves are told apart; up to just over 1."""
+    values = [v for row in rows for s in row.curve.values() for v in (s.ndcg, s.recall)]
+    low = min(values, default=0.0)
+    return max(0.0, int(low * 10) / 10 - 0.05), 1.02
+
+
+def plot_curves(rows: Sequence[EvalRow], path: str | Path, title: str = "") -> None:
+    """Draws each row's nDCG@k and Recall@k curves side by side into a PNG at `path`, under
+    `title` (which question set, which level of judgments).
 
     Raises:
         ConfigError: matplotlib is not installed.
@@ -26,16 +39,19 @@ def plot_curves(rows: Sequence[EvalRow], path: str | Path) -> None:
     except ImportError as error:
         raise ConfigError("--plot", str(path), f"{INSTALL_HINT} ({error})") from None
     figure, (ndcg, recall) = plt.subplots(1, 2, figsize=(11, 4.5), sharex=True)
-    for row in rows:
+    for number, row in enumerate(rows):
         cuts = sorted(row.curve)
-        ndcg.plot(cuts, [row.curve[k].ndcg for k in cuts], marker="o", markersize=3,
-                  label=row.label)
-        recall.plot(cuts, [row.curve[k].recall for k in cuts], marker="o", markersize=3,
-                    label=row.label)
-    for axes, title in ((ndcg, "nDCG@k"), (recall, "Recall@k")):
-        axes.set_title(title)
+        line, marker = _STYLES[number % len(_STYLES)]
+        for axes, values in ((ndcg, [row.curve[k].ndcg for k in cuts]),
+                             (recall, [row.curve[k].recall for k in cuts])):
+            axes.plot(cuts, values, linestyle=line, marker=marker, markersize=3, alpha=0.8,
+                      label=row.label)
+    if title:
+        figure.suptitle(title)
+    for axes, name in ((ndcg, "nDCG@k"), (recall, "Recall@k")):
+        axes.set_title(name)
         axes.set_xlabel("k (evidence blocks read)")
-        axes.set_ylim(0, 1.02)
+        axes.set_ylim(*y_range(rows))
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))
         axes.grid(alpha=0.3)
     recall.legend(loc="lower right")

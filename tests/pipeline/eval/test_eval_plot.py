@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.cli.main import main
 from pipeline.eval.metrics import Scores
-from pipeline.eval.plot import plot_curves
+from pipeline.eval.plot import plot_curves, y_range
 from pipeline.eval.runner import EvalRow
 
 
@@ -27,6 +27,13 @@ def test_the_plot_is_a_png_of_two_panels(tmp_path: Path) -> None:
     assert data.startswith(b"\x89PNG\r\n\x1a\n")
     height, width, _ = matplotlib.image.imread(str(tmp_path / "curves.png")).shape
     assert width > 2 * height > 600
+
+
+def test_the_y_axis_starts_under_the_lowest_curve_not_at_0() -> None:
+    rows = [EvalRow("a", _scores(0.8, 0.9), 1.0, 0, {1: _scores(0.83, 0.91), 2: _scores(0.9, 1)})]
+    assert y_range(rows) == (0.75, 1.02)
+    low = [EvalRow("b", _scores(0.1, 0.1), 1.0, 0, {1: _scores(0.02, 0.5)})]
+    assert y_range(low) == (0.0, 1.02)
 
 
 def test_eval_draws_one_line_per_config(tmp_path: Path,
