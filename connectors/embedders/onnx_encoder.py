@@ -23,6 +23,10 @@ from core.errors import ConfigError
 ONNX_FILES = ("model.onnx", "onnx/model.onnx")
 POOLING_MODES = ("cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens")
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+BATCH_TOKENS = 2048
+"""At most this many tokens (texts x the longest) per forward pass, within the batch size:
+long texts go in smaller batches, which ONNX Runtime runs faster (docs/benchmarks.md); short
+queries stay far under it."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,7 @@ class OnnxEncoder:
     """Runs a model folder's transformer with ONNX Runtime, then its pooling and normalization.
 
     Texts are cut to `max_seq_length` tokens as sentence-transformers cuts them, and batched
-    by similar length (less padding, the same vectors).
+    by similar length (less padding, the same vectors), at most `BATCH_TOKENS` to a batch.
     """
 
     def __init__(self, layout: ModelLayout, *, batch_size: int = 64,
@@ -113,9 +117,12 @@ class OnnxEncoder:
         encodings = self._tokenizer.encode_batch(list(texts))
         order = np.argsort([len(e.ids) for e in encodings], kind="stable")
         vectors = np.empty((len(texts), self.layout.dimension), dtype=np.float32)
-        for start in range(0, len(order), self._batch_size):
+        start = 0
+        while start < len(order):  # shortest first: a batch's last text is its longest
             rows = order[start:start + self._batch_size]
+            rows = rows[:max(1, BATCH_TOKENS // len(encodings[rows[-1]].ids))]
             vectors[rows] = self._pooled([encodings[i] for i in rows])
+            start += len(rows)
         if normalize or self.layout.normalizes:
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors /= np.maximum(norms, 1e-12)
