@@ -10,7 +10,6 @@ for one) is refused with a clear error: run it with `embedder.backend: torch`.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from connectors.embedders.fork_safe import fork_safe_tokenizers
 from core.errors import ConfigError
 
 ONNX_FILES = ("model.onnx", "onnx/model.onnx")
@@ -86,9 +86,7 @@ class OnnxEncoder:
 
     def __init__(self, layout: ModelLayout, *, batch_size: int = 64,
                  threads: int | None = None) -> None:
-        if "TOKENIZERS_PARALLELISM" not in os.environ:
-            # Hugging Face tokenizers deadlock in a worker forked after they ran threads.
-            os.environ["TOKENIZERS_PARALLELISM"] = "false"
+        fork_safe_tokenizers()
         import onnxruntime
         from tokenizers import Tokenizer
 

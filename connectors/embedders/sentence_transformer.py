@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import logging
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from connectors.embedder_port import EmbedderInfo, Purpose
+from connectors.embedders.fork_safe import fork_safe_tokenizers
 from connectors.embedders.model_fingerprint import model_fingerprint
 from connectors.embedders.model_location import locate_model
 from connectors.embedders.onnx_encoder import OnnxEncoder, read_layout
@@ -27,7 +26,6 @@ INSTALL_HINTS = {
     "onnx": "install the semantic extra: pip install 'rag-evidence[semantic]'",
     "torch": "install the torch extra: pip install 'rag-evidence[torch]' (it pins the CPU "
              "build torch==2.13.0), or use embedder.backend: onnx"}
-_log = logging.getLogger(__name__)
 
 
 def unavailable(model: str, backend: str = DEFAULT_BACKEND,
@@ -151,11 +149,7 @@ def _load_onnx(directory: Path, batch_size: int) -> OnnxEncoder:
 
 
 def _load(directory: Path) -> Any:
-    if "TOKENIZERS_PARALLELISM" not in os.environ:
-        # Hugging Face tokenizers deadlock in a worker forked after they ran threads.
-        os.environ["TOKENIZERS_PARALLELISM"] = "false"
-        _log.info("set TOKENIZERS_PARALLELISM=false for this process (tokenizers' threads do "
-                  "not survive a fork); set it yourself to choose")
+    fork_safe_tokenizers()
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as error:
