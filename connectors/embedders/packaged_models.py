@@ -11,7 +11,6 @@ all-MiniLM-L6-v2 comes two ways (see docs/decisions/light-install.md):
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.util
 import json
 import shutil
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import ConfigError
+from core.file_digest import file_sha256
 
 MINILM = "all-MiniLM-L6-v2"
 MINILM_CHECKPOINT = "6bbb278ecd21c7ff"
@@ -136,7 +136,7 @@ def verify(model: PackagedModel, folder: Path) -> None:
     """
     expected = {path: file.sha256 for path, file in model.files.items()}
     for path, digest in {**expected, **model.checked_members}.items():
-        found = _sha256(folder / path) if (folder / path).is_file() else "missing"
+        found = _digest(folder / path)
         if found != digest:
             raise ConfigError("embedder.model", model.folder,
                               f"{folder / path} has SHA-256 {found}, not the packaged "
@@ -152,9 +152,18 @@ def _installed(file: PackagedFile) -> Path | None:
     return path if path.is_file() else None
 
 
-def _sha256(path: Path) -> str:
-    sha = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
-            sha.update(block)
-    return sha.hexdigest()
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+"""Digests this process has read, by path, size and modification time: a model located
+several times (its dimension, its identity, its load) is hashed once, and a file changed since
+is hashed again."""
+
+
+def _digest(path: Path) -> str:
+    try:
+        status = path.stat()
+    except OSError:
+        return "missing"
+    key = (str(path), status.st_size, status.st_mtime_ns)
+    if key not in _DIGESTS:
+        _DIGESTS[key] = file_sha256(path)
+    return _DIGESTS[key]

@@ -16,6 +16,7 @@ from typing import Any
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from core.errors import redact
+from core.file_digest import file_sha256
 from pipeline.config.backends import backend_of
 from pipeline.config.beam_options import runner_name
 from pipeline.config.settings import Settings
@@ -89,14 +90,6 @@ def _file(path: str, digest: bool = True) -> dict[str, Any]:
     if digest:
         described["sha256"] = file_sha256(path)
     return described
-
-
-def file_sha256(path: str) -> str:
-    sha = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1024 * 1024):
-            sha.update(block)
-    return sha.hexdigest()
 
 
 def _stages(path: str) -> dict[str, int]:

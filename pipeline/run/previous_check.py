@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import InvalidInputError
+from core.file_digest import file_sha256
 from pipeline.io.local_paths import is_local
 from pipeline.io.run_io import MANIFEST_SUFFIX
-from pipeline.run.manifest import file_sha256
 
 SIBLINGS_READ = 200
 """How many manifests beside PREV are read to find the one that names it."""

@@ -37,10 +37,15 @@ def run(python: Path, env: dict[str, str], work: Path, config: Path, queries: Pa
     output = cli(python, env, work, "run", "--config", str(config), "--queries", str(queries),
                  "--out", str(out), "--dead-letter", str(dead), "--summary", str(summary),
                  *beam)
-    return Job({r["query_id"]: r for r in lines(out)},
+    return Job(results_of(out),
                sorted(lines(dead), key=lambda d: d["line_number"]),
                json.loads(summary.read_text()), output)
 
 
 def lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def results_of(path: Path) -> dict[str, dict]:
+    """A result file's lines by query id."""
+    return {row["query_id"]: row for row in lines(path)}

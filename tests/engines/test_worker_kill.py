@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tests.engines.clusters import WorkerPool
-from tests.engines.jobs import JOB_SECONDS, cli, lines
+from tests.engines.jobs import JOB_SECONDS, cli, results_of
 
 pytestmark = [pytest.mark.engines, pytest.mark.slow]
 
@@ -79,7 +79,7 @@ def test_a_killed_worker_leaves_whole_evidence_or_the_previous_out(
         local = tmp_path / "local.jsonl"
         cli(sdk_python, sdk_env, tmp_path, "run", "--config", str(hashing_store), "--queries",
             str(many_queries), "--out", str(local))
-        assert _by_query(out) == _by_query(local) and len(_by_query(out)) == QUERIES
+        assert results_of(out) == results_of(local) and len(results_of(out)) == QUERIES
         assert manifest.exists()
     else:
         assert code == 3, f"exit {code}\n{log.read_text()[-3000:]}"
@@ -108,7 +108,3 @@ def _cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _by_query(path: Path) -> dict[str, dict]:
-    return {row["query_id"]: row for row in lines(path)}
