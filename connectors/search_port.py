@@ -115,6 +115,8 @@ class KnowledgeSearchPort(Protocol):
     - `dimension` is the vector length the store holds; `embedder` is what the store records
       about the embedder that built it (None when it records nothing).
     - `close` releases connections and files; the port is not used after it.
+    - A port may also have `metadata_keys` (a frozenset): the metadata keys its chunks carry,
+      so that a run can warn of a filter that can match nothing.
     """
 
     @property

@@ -12,6 +12,7 @@ from connectors.chunk_writer_port import DEFAULT_WRITE_BATCH, WRITE_BATCH
 from connectors.elasticsearch.layouts import PRESETS, LayoutName
 from connectors.retry import RetryPolicy
 from core.params import PARAMS_CONFIG, Bound, Real, Whole, check_bounds, kebab
+from core.stemmer import DEFAULT_STEMMER, StemmerName
 
 DEFAULT_API_KEY_ENV = "RAG_EVIDENCE_ES_API_KEY"
 DEFAULT_USERNAME_ENV = "RAG_EVIDENCE_ES_USERNAME"
@@ -60,6 +61,9 @@ class ElasticsearchConfig:
     index_options: dict[str, Any] = field(default_factory=lambda: {"type": "flat"})
     """The vector field's `index_options` when `index` creates the index: exact (`flat`) by
     default, so both backends rank alike; `int8_hnsw` for a big index, approximate."""
+    stemmer: StemmerName = DEFAULT_STEMMER
+    """The language of the content field's analyzer when `index` creates the index (`english`:
+    Elasticsearch's `english` analyzer; `none`: the `standard` analyzer)."""
     bulk_chunk_size: Annotated[Whole, WRITE_BATCH] = DEFAULT_WRITE_BATCH
     """Set from `search.write-batch-size` by the settings."""
     max_searches_per_request: Annotated[Whole, Bound(_ES + "max-searches-per-request",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from elasticsearch import Elasticsearch
@@ -19,6 +20,9 @@ from connectors.elasticsearch.retry import call_with_retries
 from connectors.embedder_port import EmbedderInfo
 from core.chunk_identity import CHUNK_INDEX, DOC_ID, SOURCE
 from core.errors import ConfigError, DimensionMismatchError, EmbedderChangedError
+from core.stemmer import UNSTEMMED, StemmerName
+
+_log = logging.getLogger(__name__)
 
 IDENTITY_FIELDS = {DOC_ID: {"type": "keyword"}, CHUNK_INDEX: {"type": "integer"},
                    SOURCE: {"type": "keyword"}}
@@ -36,7 +40,7 @@ def chunk_mapping(config: ElasticsearchConfig, dimension: int,
     metadata = ({f: {"type": "keyword"} for f in config.filter_fields} | IDENTITY_FIELDS
                 | extra_mapping(config.layout))
     properties: dict[str, Any] = {config.vector_field: vector,
-                                  config.content_field: {"type": "text"},
+                                  config.content_field: content_mapping(config.stemmer),
                                   CATALOG_FIELD: CATALOG_MAPPING}
     if config.metadata_field is None:
         properties |= metadata
@@ -46,6 +50,12 @@ def chunk_mapping(config: ElasticsearchConfig, dimension: int,
     if embedder is not None:
         mapping["_meta"] = _meta(embedder)
     return mapping
+
+
+def content_mapping(stemmer: StemmerName) -> dict[str, Any]:
+    """The content field: text, analysed in `stemmer`'s language (Elasticsearch's language
+    analyzer of that name), or by the `standard` analyzer for `none`."""
+    return {"type": "text"} if stemmer == UNSTEMMED else {"type": "text", "analyzer": stemmer}
 
 
 def ensure_index(client: Elasticsearch, config: ElasticsearchConfig, dimension: int,
@@ -88,6 +98,7 @@ def ensure_index(client: Elasticsearch, config: ElasticsearchConfig, dimension: 
         changes["meta"] = _meta(embedder)
     elif recorded is not None and recorded.weights is None and embedder and embedder.weights:
         changes["meta"] = _meta(embedder)  # recorded before weights were: record them now
+    _warn_on_another_analyzer(mappings, config)
     if CATALOG_FIELD not in mappings.get("properties", {}):
         changes["properties"] = {CATALOG_FIELD: CATALOG_MAPPING}
     if changes:
@@ -95,6 +106,20 @@ def ensure_index(client: Elasticsearch, config: ElasticsearchConfig, dimension: 
                           config.retry, f"updating the mapping of {config.index!r}",
                           config.hosts)
     return False
+
+
+def _warn_on_another_analyzer(mappings: dict[str, Any], config: ElasticsearchConfig) -> None:
+    """An existing content field keeps its analyzer (a mapping cannot change): say so when it
+    is not the configured stemmer's."""
+    content = (mappings.get("properties") or {}).get(config.content_field) or {}
+    analyzer = content.get("analyzer", "standard")
+    wanted = content_mapping(config.stemmer).get("analyzer", "standard")
+    if content.get("type") == "text" and analyzer != wanted:
+        _log.warning("search.elasticsearch.stemmer=%s wants the %r analyzer, but index %r "
+                     "analyses %s with %r, which an existing index cannot change: lexical "
+                     "recall keeps %r until the index is created again (delete it and run "
+                     "`index`), or set stemmer to match", config.stemmer, wanted, config.index,
+                     config.content_field, analyzer, analyzer)
 
 
 def _meta(embedder: EmbedderInfo | None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from connectors.elasticsearch.client import (
     recorded_embedder,
 )
 from connectors.elasticsearch.config import ElasticsearchConfig
-from connectors.elasticsearch.layouts import LLAMA_DOC_ID_KEYS
+from connectors.elasticsearch.layouts import CATALOG_FIELD, LLAMA_DOC_ID_KEYS
 from connectors.elasticsearch.score_scale import DEFAULT_SIMILARITY, SIMILARITIES
 from connectors.embedder_port import EmbedderInfo
 from core.chunk_identity import CHUNK_INDEX_KEYS, DOC_ID_KEYS
@@ -41,6 +41,9 @@ class IndexFacts:
     """Each filter field's path in the index: through a `keyword` sub-field where the field
     itself is analysed text."""
     warnings: tuple[str, ...] = ()
+    metadata_keys: frozenset[str] = frozenset()
+    """The metadata keys the mapping holds (dotted below the first level): those that some
+    stored chunk carries, as dynamic mapping adds them, or the index's creator mapped them."""
 
 
 def check_index(client: Elasticsearch, config: ElasticsearchConfig,
@@ -81,7 +84,8 @@ def read_mapping(mappings: Mapping[str, Any], config: ElasticsearchConfig,
         paths[name], warning = _filter_path(mappings, config, name)
         warnings += [warning] if warning else []
     warnings += _identity_warnings(mappings, config)
-    return IndexFacts(dims, similarity, recorded_embedder(dict(mappings)), paths, tuple(warnings))
+    return IndexFacts(dims, similarity, recorded_embedder(dict(mappings)), paths, tuple(warnings),
+                      _metadata_keys(mappings, config))
 
 
 def field_mapping(mappings: Mapping[str, Any], path: str) -> dict[str, Any] | None:
@@ -172,6 +176,22 @@ def _identity_warnings(mappings: Mapping[str, Any], config: ElasticsearchConfig)
     where = "the top level" if config.metadata_field is None else repr(config.metadata_field)
     return [f"{_where(config)} (layout {config.layout}) maps no {what} under {where} "
             f"(looked for {list(keys)}): {consequence}" for what, keys, consequence in missing]
+
+
+def _metadata_keys(mappings: Mapping[str, Any], config: ElasticsearchConfig) -> frozenset[str]:
+    if config.metadata_field is None:
+        top = {k: v for k, v in (mappings.get("properties") or {}).items()
+               if k not in (config.vector_field, config.content_field, CATALOG_FIELD)}
+        return frozenset(_paths({"properties": top}))
+    return frozenset(_paths(field_mapping(mappings, config.metadata_field) or {}))
+
+
+def _paths(node: Mapping[str, Any], prefix: str = "") -> list[str]:
+    found = []
+    for name, child in (node.get("properties") or {}).items():
+        found.append(prefix + name)
+        found += _paths(child, f"{prefix}{name}.")
+    return found
 
 
 def _fields_of_type(mappings: Mapping[str, Any], types: tuple[str, ...],

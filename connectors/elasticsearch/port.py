@@ -83,6 +83,11 @@ class ElasticsearchPort:
     def embedder(self) -> EmbedderInfo | None:
         return self._facts.embedder
 
+    @property
+    def metadata_keys(self) -> frozenset[str]:
+        """The metadata keys of the index's mapping (see `IndexFacts.metadata_keys`)."""
+        return self._facts.metadata_keys
+
     def search(self, requests: Sequence[SearchRequest]) -> list[SearchOutcome]:
         config = self._config
         source = source_filter(config.layout, config.vector_field, config.content_field,

@@ -78,8 +78,13 @@ def build_version(built: Path, base: BaseVersion | None, parts: StagedParts,
     np.save(built / OFFSETS_FILE, offsets)
     rows.table.write(built / CHUNKS_FILE)
     records = RecordFile(built / RECORDS_FILE, offsets)
-    lexical = build_lexical_index([records.record(row)["content"] for row in range(count)],
-                                  built / LEXICAL_DIR)
+    contents: list[str] = []
+    keys: set[str] = set()
+    for row in range(count):
+        record = records.record(row)
+        contents.append(record["content"])
+        keys.update(record.get("metadata") or ())
+    lexical = build_lexical_index(contents, built / LEXICAL_DIR, manifest.stemmer)
     note = None
     if manifest.index == "hnsw":
         graph = HnswGraph.build(vectors, hnsw, built / HNSW_FILE)
@@ -89,7 +94,8 @@ def build_version(built: Path, base: BaseVersion | None, parts: StagedParts,
                 f"{sample} perturbed stored rows, which lie next to the data: your queries may "
                 "do worse (`run` audits recall on its own queries, see "
                 "search.embedded.hnsw.audit-rate)")
-    Manifest(manifest.dimension, count, manifest.embedder, lexical, manifest.index).write(built)
+    Manifest(manifest.dimension, count, manifest.embedder, lexical, manifest.index,
+             manifest.stemmer, tuple(sorted(keys))).write(built)
     return note
 
 

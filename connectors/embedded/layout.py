@@ -12,6 +12,7 @@ import numpy as np
 
 from connectors.embedder_port import EmbedderInfo
 from core.errors import StoreNotFoundError
+from core.stemmer import STEMMER_NAMES, UNSTEMMED, StemmerName
 
 VECTORS_FILE = "vectors.npy"
 RECORDS_FILE = "records.jsonl"
@@ -28,18 +29,25 @@ IndexKind = Literal["flat", "hnsw"]
 
 @dataclass(frozen=True)
 class Manifest:
-    """Written last, so a store with a manifest is complete."""
+    """Written last, so a store with a manifest is complete. `stemmer` is the one its lexical
+    index was built with (a store from before stemming has `none`); `metadata_keys` are the
+    metadata keys its chunks carry (None for a store from before they were recorded)."""
 
     dimension: int
     count: int
     embedder: EmbedderInfo | None = None
     lexical: bool = False
     index: IndexKind = "flat"
+    stemmer: StemmerName = UNSTEMMED
+    metadata_keys: tuple[str, ...] | None = None
 
     def write(self, root: Path) -> None:
         data: dict[str, Any] = {"format": FORMAT, "dimension": self.dimension,
                                 "count": self.count, "lexical": self.lexical, "index": self.index,
-                                "embedder": self.embedder.to_dict() if self.embedder else None}
+                                "stemmer": self.stemmer,
+                                "embedder": self.embedder.to_dict() if self.embedder else None,
+                                "metadata_keys": (list(self.metadata_keys)
+                                                  if self.metadata_keys is not None else None)}
         (root / MANIFEST_FILE).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
     @classmethod
@@ -52,10 +60,12 @@ class Manifest:
                 f"{where}: no embedded store there (build one with `rag-evidence index`)")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            embedder = data.get("embedder")
+            embedder, keys = data.get("embedder"), data.get("metadata_keys")
             return cls(int(data["dimension"]), int(data["count"]),
                        EmbedderInfo.from_dict(embedder) if embedder else None,
-                       bool(data.get("lexical", False)), _index_kind(data.get("index")))
+                       bool(data.get("lexical", False)), _index_kind(data.get("index")),
+                       _stemmer(data.get("stemmer")),
+                       None if keys is None else tuple(str(k) for k in keys))
         except (ValueError, KeyError, TypeError) as error:
             raise StoreNotFoundError(f"{where}: {MANIFEST_FILE} is unreadable ({error})") from None
 
@@ -84,3 +94,11 @@ def _index_kind(value: object) -> IndexKind:
     if value == "hnsw":
         return "hnsw"
     raise ValueError(f"index {value!r} is not flat or hnsw")
+
+
+def _stemmer(value: object) -> StemmerName:
+    if value is None:
+        return UNSTEMMED
+    if value in STEMMER_NAMES:
+        return value  # type: ignore[return-value]
+    raise ValueError(f"stemmer {value!r} is not one of {list(STEMMER_NAMES)}")

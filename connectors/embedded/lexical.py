@@ -1,19 +1,32 @@
-"""BM25 over the store's chunk contents, with bm25s; built by `index`, kept in the store."""
+"""BM25 over the store's chunk contents, with bm25s; built by `index`, kept in the store.
+
+Words are lower-cased, stop words dropped and, unless the stemmer is `none`, stemmed (PyStemmer's
+Snowball stemmers; `english` is Porter's, as Elasticsearch's `english` analyzer), so that
+"tomato" finds "tomatoes". The stemmer a store was built with is in its manifest, and queries
+are analysed with it.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from core.stemmer import DEFAULT_STEMMER, UNSTEMMED, StemmerName
 
 if TYPE_CHECKING:
     import bm25s
 
-STOPWORDS = "en"
+_ALGORITHMS = {"english": "porter"}
+"""PyStemmer's algorithm per language, where it is not the language's name."""
+_STOPWORDS = {"english": "en", "danish": "da", "dutch": "nl", "french": "fr", "german": "de",
+              "italian": "it", "norwegian": "no", "portuguese": "pt", "russian": "ru",
+              "spanish": "es", "swedish": "sv", "turkish": "tr", "none": "en"}
 
 
 def bm25s_module() -> ModuleType:
@@ -28,21 +41,43 @@ def bm25s_module() -> ModuleType:
     return module
 
 
-def tokens(texts: Sequence[str]) -> list[list[str]]:
-    """Lower-cased word tokens without English stop words, as the index was built."""
-    return bm25s_module().tokenize(list(texts), return_ids=False, stopwords=STOPWORDS,
-                          show_progress=False)
+@cache
+def _stemmer(name: StemmerName) -> Any:
+    """PyStemmer's stemmer of that language (bm25s calls its `stemWords`); None for `none`."""
+    if name == UNSTEMMED:
+        return None
+    import Stemmer
+
+    return Stemmer.Stemmer(_ALGORITHMS.get(name, name))
 
 
-def build_lexical_index(contents: Sequence[str], directory: Path) -> bool:
-    """Indexes `contents` (row order) with BM25 (Lucene's variant) and saves it; False when
-    no content has a single word to index."""
-    if not any(tokens(contents)):
-        return False
+def tokens(texts: Sequence[str], stemmer: StemmerName = DEFAULT_STEMMER) -> list[list[str]]:
+    """The words of each text as the index holds them: lower-cased, without stop words,
+    stemmed with `stemmer`."""
+    return bm25s_module().tokenize(list(texts), return_ids=False,
+                                   stopwords=_STOPWORDS[stemmer], stemmer=_stemmer(stemmer),
+                                   show_progress=False)
+
+
+def indexed(contents: Sequence[str], stemmer: StemmerName = DEFAULT_STEMMER) -> bm25s.BM25 | None:
+    """A BM25 index (Lucene's variant) of `contents` in row order; None when no content has a
+    single word to index."""
+    if not any(tokens(contents, stemmer)):
+        return None
     library = bm25s_module()
     retriever = library.BM25()
-    retriever.index(library.tokenize(list(contents), stopwords=STOPWORDS, show_progress=False),
+    retriever.index(library.tokenize(list(contents), stopwords=_STOPWORDS[stemmer],
+                                     stemmer=_stemmer(stemmer), show_progress=False),
                     show_progress=False)
+    return retriever
+
+
+def build_lexical_index(contents: Sequence[str], directory: Path,
+                        stemmer: StemmerName = DEFAULT_STEMMER) -> bool:
+    """Indexes `contents` (see `indexed`) and saves it; False when there was nothing to index."""
+    retriever = indexed(contents, stemmer)
+    if retriever is None:
+        return False
     retriever.save(str(directory), show_progress=False)
     return True
 
@@ -50,23 +85,26 @@ def build_lexical_index(contents: Sequence[str], directory: Path) -> bool:
 class LexicalIndex:
     """A saved BM25 index, memory-mapped, loaded by the first text search (its vocabulary is
     a dict in memory: a job of vector queries never pays for it); `None` directory means an
-    empty index."""
+    empty index. Queries are analysed with `stemmer`, the one the index was built with."""
 
-    def __init__(self, directory: Path | None, rows: int) -> None:
+    def __init__(self, directory: Path | None, rows: int,
+                 stemmer: StemmerName = DEFAULT_STEMMER) -> None:
         self._rows = rows
         self._directory = directory
+        self._stemmer = stemmer
         self._retriever: bm25s.BM25 | None = None
 
     @classmethod
-    def held(cls, retriever: bm25s.BM25, rows: int) -> LexicalIndex:
-        """An index already in memory (not saved)."""
-        index = cls(None, rows)
+    def held(cls, retriever: bm25s.BM25 | None, rows: int,
+             stemmer: StemmerName = DEFAULT_STEMMER) -> LexicalIndex:
+        """An index already in memory (not saved); None for an empty one."""
+        index = cls(None, rows, stemmer)
         index._retriever = retriever
         return index
 
     def scores(self, text: str) -> np.ndarray:
         """BM25 score of every row for `text`; zero where no term matches."""
-        (query_tokens,) = tokens([text])
+        (query_tokens,) = tokens([text], self._stemmer)
         if not query_tokens or (self._directory is None and self._retriever is None):
             return np.zeros(self._rows, dtype=np.float32)
         if self._retriever is None:

@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any
 
 from connectors.chunk_record import ChunkRecord
-from connectors.embedded.lexical import STOPWORDS, LexicalIndex, bm25s_module, tokens
+from connectors.embedded.lexical import LexicalIndex, indexed
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedder_port import EmbedderInfo
 from connectors.search_port import PortFactory
@@ -61,16 +61,11 @@ def memory_store(records: Sequence[ChunkRecord], embedder: EmbedderInfo | None =
         raise InvalidInputError("vector", len(records[0].vector), "records of one store must "
                                 "have vectors of one length")
     vectors, _ = unit_rows([r.vector for r in records])  # ChunkRecord vectors have directions
-    contents = [r.content for r in records]
-    lexical = LexicalIndex(None, len(records))
-    if any(tokens(contents)):
-        library = bm25s_module()
-        retriever = library.BM25()
-        retriever.index(library.tokenize(contents, stopwords=STOPWORDS, show_progress=False),
-                        show_progress=False)
-        lexical = LexicalIndex.held(retriever, len(records))
+    lexical = LexicalIndex.held(indexed([r.content for r in records]), len(records))
     held = MemoryRecords(records)
-    return EmbeddedStore(vectors, held, lexical, embedder, version=held.name)
+    keys = {key for record in records for key in record.metadata}
+    return EmbeddedStore(vectors, held, lexical, embedder, version=held.name,
+                         metadata_keys=sorted(keys))
 
 
 def memory_port_factory(records: Sequence[ChunkRecord], embedder: EmbedderInfo | None = None

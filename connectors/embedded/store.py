@@ -61,8 +61,10 @@ class EmbeddedStore:
     def __init__(self, vectors: np.ndarray, records: Records,
                  lexical: LexicalIndex | None = None, embedder: EmbedderInfo | None = None,
                  graph: AuditedGraph | None = None, lease: VersionLease | None = None,
-                 identities: RowIdentities | None = None, version: str | None = None) -> None:
+                 identities: RowIdentities | None = None, version: str | None = None,
+                 metadata_keys: Sequence[str] | None = None) -> None:
         self._lease = lease
+        self._metadata_keys = None if metadata_keys is None else frozenset(metadata_keys)
         self._vectors = vectors
         self._records = records
         self._embedder = embedder
@@ -104,7 +106,8 @@ class EmbeddedStore:
                               f"the store at {str(path)!r} was built with index "
                               f"{manifest.index!r}; set that, or rebuild it with `index`")
         vectors, records, identities = opened_parts(root, manifest)
-        lexical = LexicalIndex(root / LEXICAL_DIR if manifest.lexical else None, len(records))
+        lexical = LexicalIndex(root / LEXICAL_DIR if manifest.lexical else None, len(records),
+                               manifest.stemmer)
         graph = None
         if manifest.index == "hnsw":
             if not (root / HNSW_FILE).is_file():
@@ -112,7 +115,8 @@ class EmbeddedStore:
                                       "is missing")
             graph = AuditedGraph(HnswGraph.load(root / HNSW_FILE, hnsw.first_ef), vectors,
                                  hnsw, on_event)
-        return cls(vectors, records, lexical, manifest.embedder, graph, lease, identities)
+        return cls(vectors, records, lexical, manifest.embedder, graph, lease, identities,
+                   metadata_keys=manifest.metadata_keys)
 
     @property
     def dimension(self) -> int:
@@ -121,6 +125,11 @@ class EmbeddedStore:
     @property
     def embedder(self) -> EmbedderInfo | None:
         return self._embedder
+
+    @property
+    def metadata_keys(self) -> frozenset[str] | None:
+        """The metadata keys its chunks carry (None when the store does not record them)."""
+        return self._metadata_keys
 
     @property
     def version(self) -> str:

@@ -24,6 +24,7 @@ from core.errors import (
     InvalidInputError,
     StoreNotFoundError,
 )
+from core.stemmer import DEFAULT_STEMMER, StemmerName
 
 _STAGING, _BUILDING = ".staging-", ".new-"
 """Work folders beside the store, named after their owner (see `connectors.ownership`)."""
@@ -36,18 +37,18 @@ class EmbeddedStoreTarget:
     nor deleted keep their vectors (copied), and the written ones are added; rows are in
     natural id order (`doc#chunk-2` before `doc#chunk-10`), whatever order the workers wrote
     them in. A job that wrote and deleted nothing commits nothing, unless the current version
-    is of another index kind than `index` (it is then built again as configured). `index:
-    hnsw` also builds an HNSW graph (`hnsw` parameters) and measures its recall against exact
-    search.
+    is of another index kind than `index` or its lexical index of another `stemmer` (it is
+    then built again as configured). `index: hnsw` also builds an HNSW graph (`hnsw`
+    parameters) and measures its recall against exact search.
     """
 
     def __init__(self, path: str | Path, index: IndexKind = "flat",
-                 hnsw: HnswParams = DEFAULT_HNSW) -> None:
+                 hnsw: HnswParams = DEFAULT_HNSW, stemmer: StemmerName = DEFAULT_STEMMER) -> None:
         self._path = Path(path)
         self._staging = self._path.parent / f".{self._path.name}{_STAGING}{owned_suffix()}"
         self._dimension = 0
         self._embedder: EmbedderInfo | None = None
-        self._index, self._hnsw = index, hnsw
+        self._index, self._hnsw, self._stemmer = index, hnsw, stemmer
         self._base: Path | None = None
         self._rebuild = False
 
@@ -102,8 +103,7 @@ class EmbeddedStoreTarget:
         try:
             parts = StagedParts(self._staging)
             if not self._rebuild and self._base is not None and not (
-                    parts.table.ids or parts.deleted) and (
-                    Manifest.read(self._base).index == self._index):
+                    parts.table.ids or parts.deleted) and self._built_as_configured(self._base):
                 return f"nothing changed: the store keeps version {self._base.name}"
             built = self._path.parent / f".{self._path.name}{_BUILDING}{owned_suffix()}"
             built.mkdir()
@@ -111,8 +111,8 @@ class EmbeddedStoreTarget:
                 base = None if self._rebuild or self._base is None else BaseVersion.open(
                     self._base)
                 note = build_version(built, base, parts, Manifest(
-                    self._dimension, 0, self._embedder, index=self._index), self._hnsw,
-                    str(self._path))
+                    self._dimension, 0, self._embedder, index=self._index,
+                    stemmer=self._stemmer), self._hnsw, str(self._path))
                 publish(self._path, built)
             except BaseException:
                 shutil.rmtree(built, ignore_errors=True)
@@ -125,6 +125,10 @@ class EmbeddedStoreTarget:
     def abort(self) -> None:
         shutil.rmtree(self._staging, ignore_errors=True)
         release(self._lock)
+
+    def _built_as_configured(self, version: Path) -> bool:
+        manifest = Manifest.read(version)
+        return (manifest.index, manifest.stemmer) == (self._index, self._stemmer)
 
     @property
     def _lock(self) -> Path:

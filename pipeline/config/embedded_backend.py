@@ -40,7 +40,7 @@ def pinned_port_factory(settings: Settings) -> Iterator[tuple[PortFactory, Path 
 
 def chunk_target(settings: Settings) -> ChunkTarget:
     embedded = settings.search.embedded
-    return EmbeddedStoreTarget(embedded.path, embedded.index, embedded.hnsw)
+    return EmbeddedStoreTarget(embedded.path, embedded.index, embedded.hnsw, embedded.stemmer)
 
 
 def display_name(settings: Settings) -> str:

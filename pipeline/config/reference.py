@@ -49,6 +49,9 @@ MEANINGS = {
                                        "measure HNSW's recall on them (0: none)",
     "search.embedded.hnsw.audit-floor": "audited recall below which a run warns (`auto`: "
                                         "raises ef-search)",
+    "search.embedded.stemmer": "the language lexical recall stems words in (`none`: no "
+                               "stemming): built into the store by `index`, which builds the "
+                               "lexical index again when it changes; `run` reads it from the store",
     "search.elasticsearch.hosts": "cluster URLs (no credentials in them)",
     "search.elasticsearch.index": "the index of chunks",
     "search.elasticsearch.layout": "who wrote the index; fills in the four field keys below",
@@ -70,6 +73,9 @@ MEANINGS = {
     "search.elasticsearch.max-backoff": "ceiling of one backoff, in seconds",
     "search.elasticsearch.index-options": "the vector field's `index_options` when `index` "
                                           "creates the index",
+    "search.elasticsearch.stemmer": "the content field's language analyzer when `index` creates "
+                                    "the index (`none`: `standard`); an existing index keeps "
+                                    "its own, with a warning",
     "search.elasticsearch.max-searches-per-request": "sub-searches per `_msearch`; a timed-out "
                                                      "request is split",
     "projection.max-items": "projected items per query",

@@ -20,6 +20,7 @@ from connectors.embedder_port import EMBEDDER_DIM
 from connectors.embedders.model_location import MINILM
 from connectors.embedders.sentence_transformer import DEFAULT_BACKEND, unavailable
 from core.params import Bound, Real, Whole, kebab
+from core.stemmer import DEFAULT_STEMMER, StemmerName
 from stages.dedup import DedupKey
 from stages.fusion import RRF_K, RetrieverFamily, RrfSettings, Weight
 from stages.per_doc_cap import MAX_CHUNKS_PER_DOCUMENT
@@ -84,11 +85,13 @@ class RagSettings(Section):
 
 class EmbeddedStoreSettings(Section):
     """`search.embedded.*`: where the store is; `index` is the kind `index` builds and `run`
-    expects (exact `flat`, or approximate `hnsw` for big stores)."""
+    expects (exact `flat`, or approximate `hnsw` for big stores); `stemmer` is the language
+    `index` stems the lexical index in (`run` reads it from the store)."""
 
     path: str = "data/store"
     index: IndexKind = "flat"
     hnsw: HnswParams = HnswParams()
+    stemmer: StemmerName = DEFAULT_STEMMER
 
 
 BackendName = Literal["embedded", "elasticsearch"]

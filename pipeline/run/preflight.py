@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Callable
 
@@ -22,7 +23,9 @@ def preflight(port_factory: PortFactory, embedder_factory: EmbedderFactory | Non
               describe: Callable[[], EmbedderInfo] | None = None, store: str = "the store"
               ) -> RagEvidenceError | None:
     """Opens the port once (a missing store or unreachable cluster raises here), then checks
-    that the configured embedder can embed queries for this store (`store` names it).
+    that the configured embedder can embed queries for this store (`store` names it). A
+    filter key among the first `PEEK_LINES` queries that no stored chunk carries is warned of
+    (where the store knows its chunks' metadata keys).
 
     `embedder_factory` is None when nothing will be embedded (lexical recall); `describe`, when
     given, says what it is without building it (a model is then not loaded here). An embedder
@@ -37,8 +40,11 @@ def preflight(port_factory: PortFactory, embedder_factory: EmbedderFactory | Non
     port = port_factory()
     try:
         dimension, recorded = port.dimension, port.embedder
+        stored_keys: frozenset[str] | None = getattr(port, "metadata_keys", None)
     finally:
         port.close()
+    if stored_keys is not None and queries is not None:
+        _warn_on_filters_that_match_nothing(queries, stored_keys, store)
     if embedder_factory is None:
         return None
     configured: EmbedderInfo | None = None
@@ -69,6 +75,23 @@ def embedder_problem(configured: EmbedderInfo, dimension: int, recorded: Embedde
     if configured.dimension != dimension:
         return DimensionMismatchError("embedder.dim", configured.dimension, dimension)
     return None
+
+
+def _warn_on_filters_that_match_nothing(queries: QuerySource, stored_keys: frozenset[str],
+                                        store: str) -> None:
+    unknown: dict[str, int] = {}
+    for number, text in queries.first_records(PEEK_LINES):
+        parsed = parse_query_line(number, text)
+        if isinstance(parsed, Query):
+            for key in parsed.filters:
+                if key not in stored_keys:
+                    unknown.setdefault(key, number)
+    for key, number in unknown.items():
+        close = difflib.get_close_matches(key, sorted(stored_keys), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        _log.warning("filter key %r (first on line %d) is on no chunk of %s, so queries "
+                     "filtering on it get no evidence; %sthe chunks carry: %s", key, number,
+                     store, hint, ", ".join(sorted(stored_keys)) or "no metadata")
 
 
 def _text_queries_ahead(queries: QuerySource) -> bool:
