@@ -6,23 +6,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from pydantic import ValidationError
 
-from connectors.search_port import KnowledgeSearchPort, LateContentPort, can
-from core.errors import InvalidInputError, KnowledgeSearchError, RagEvidenceError
+from connectors.search_port import KnowledgeSearchPort
+from core.errors import InvalidInputError, KnowledgeSearchError
 from pipeline.config.backends import embedder_factory_for, port_factory_for
 from pipeline.config.settings import Settings
 from pipeline.io.validation_messages import describe_validation_error
-from pipeline.run.chain import candidate_chain
-from stages.embed import embed_queries
-from stages.fetch_content import with_contents
-from stages.identity import candidates_of
-from stages.models import Candidate, DeadLetter, Query, QueryCandidates, QueryHits, QueryResult
-from stages.projection import assemble_result
+from pipeline.run.trace import Traced, trace
+from stages.models import Candidate, DeadLetter, Query, QueryResult
 from stages.ranking import ranked
-from stages.recall import recall_batch
 
 Row = dict[str, Any]
 
@@ -93,27 +88,14 @@ def explain(settings: Settings, query: Query) -> Explanation:
 
 
 def _explain(settings: Settings, query: Query, port: KnowledgeSearchPort) -> Explanation:
-    rag = settings.rag
-    mode = rag.recall.mode
-    embedder = embedder_factory_for(settings)() if mode != "lexical" and (
-        query.vector is None and query.vectors is None) else None
-    (embedded,) = embed_queries([query], embedder or RagEvidenceError("nothing to embed"))
-    (recalled,) = recall_batch([_raised(embedded)], port, rag.retrieve_k, mode,
-                               rag.max_sub_queries)
-    hits = _raised(recalled)
-    assert isinstance(hits, QueryHits)
-    found = candidates_of(hits)
-    explained = Explanation(query, retrievers=_by_retriever(found))
-    for stage in candidate_chain(rag):  # the run's own chain (see `chain`)
-        after = stage.fn(found)
-        name = type(stage).__name__
-        field, record = _RECORDED.get(name, (name, _dropped))
-        explained.record(field, record(found, after))
-        found = after
-    best = found
-    read = cast(LateContentPort, port).contents if can(port, "contents") else None
-    fetched = _raised(with_contents(QueryCandidates(query.id, tuple(best)), read))
-    explained.result = assemble_result(fetched, settings.projection)
+    (traced,) = trace(settings, [query], port, embedder_factory_for(settings))
+    traced = _raised(traced)
+    assert isinstance(traced, Traced)
+    explained = Explanation(query, retrievers=_by_retriever(traced.recalled))
+    for step in traced.steps:  # the run's own chain (see `chain`)
+        field, record = _RECORDED.get(step.name, (step.name, _dropped))
+        explained.record(field, record(step.before, step.after))
+    explained.result = traced.result
     return explained
 
 
