@@ -75,6 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", help="also write the table as JSON to this file")
     evaluate.add_argument("--plot", metavar="FILE.png",
                           help="also draw nDCG@k and Recall@k for k = 1..20 (the plot extra)")
+    evaluate.add_argument("--losses", metavar="FILE.jsonl",
+                          help="also write each relevant item a config lost: the stage that "
+                               "dropped it and its best rank per retriever")
 
     corpus = command("corpus", "write the stdlib docs corpus (demo, eval)", config=False)
     corpus.add_argument("out", help="folder to write the Markdown documents into")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import ir_measures
 from ir_measures import RR, R, nDCG
@@ -25,6 +25,8 @@ class Scores:
     top_document_share: float
     answered: int
     judged: int
+    ndcg_by_query: tuple[float, ...] = field(default=(), repr=False)
+    """Each judged query's nDCG@k, in query id order: what paired tests compare."""
 
 
 def ranked_ids(evidence: Sequence[ChunkEvidence], level: str) -> list[str]:
@@ -37,7 +39,21 @@ def ranked_ids(evidence: Sequence[ChunkEvidence], level: str) -> list[str]:
     return list(seen)
 
 
-def document_of(block: ChunkEvidence) -> str:
+class Identified(Protocol):
+    """A block or a candidate: what names its document."""
+
+    @property
+    def evidence_key(self) -> str: ...
+
+    @property
+    def doc_id(self) -> str | None: ...
+
+    @property
+    def source(self) -> str: ...
+
+
+def document_of(block: Identified) -> str:
+    """The document a block counts as in document-level judgments."""
     return block.doc_id or block.source or block.evidence_key
 
 
@@ -56,11 +72,13 @@ def score_run(results: Mapping[str, Sequence[ChunkEvidence]], qrels: Qrels, k: i
         per_query[metric.measure][metric.query_id] = metric.value
     ndcg, recall, mrr = (sum(per_query[m].get(q, 0.0) for q in judged) / len(judged)
                          for m in measures)
+    ndcg_by_query = tuple(per_query[measures[0]].get(q, 0.0) for q in judged)
     spread = [_spread(results[q][:k]) for q in judged if results.get(q)]
     return Scores(ndcg, recall, mrr,
                   distinct_documents=_mean([s[0] for s in spread]),
                   top_document_share=_mean([s[1] for s in spread]),
-                  answered=sum(1 for q in judged if results.get(q)), judged=len(judged))
+                  answered=sum(1 for q in judged if results.get(q)), judged=len(judged),
+                  ndcg_by_query=ndcg_by_query)
 
 
 def _spread(evidence: Sequence[ChunkEvidence]) -> tuple[float, float]:
