@@ -49,11 +49,15 @@ def trace(settings: Settings, queries: Sequence[Query], port: KnowledgeSearchPor
     projection; a query that fails becomes its dead letter, as in a run. The embedder is built
     (by `embedder_factory`) only when a query needs one."""
     rag = settings.rag
-    embedder: EmbedderPort | RagEvidenceError = RagEvidenceError("nothing to embed")
-    if rag.recall.mode != "lexical" and any(needs_embedding(q) for q in queries):
-        embedder = embedder_factory() if embedder_factory else RagEvidenceError(
-            "text queries need an embedder")
-    embedded = embed_queries(queries, embedder)
+    embedded: list[EmbeddedQuery | DeadLetter]
+    if rag.recall.mode == "lexical":  # a run embeds nothing then (see `chain.step_names`)
+        embedded = [EmbeddedQuery(query=q) for q in queries]
+    else:
+        embedder: EmbedderPort | RagEvidenceError = RagEvidenceError("nothing to embed")
+        if any(needs_embedding(q) for q in queries):
+            embedder = embedder_factory() if embedder_factory else RagEvidenceError(
+                "text queries need an embedder")
+        embedded = embed_queries(queries, embedder)
     ready = [e for e in embedded if isinstance(e, EmbeddedQuery)]
     recalled = iter(recall_batch(ready, port, rag.retrieve_k, rag.recall.mode,
                                  rag.max_sub_queries))

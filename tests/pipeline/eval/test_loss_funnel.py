@@ -112,3 +112,16 @@ def test_eval_prints_the_test_and_the_funnel_and_writes_them(
     losses = [json.loads(line) for line in (tmp_path / "losses.jsonl").read_text().splitlines()]
     assert losses == [{"config": "capped", "query_id": "q1", "item": "docA#chunk-1",
                        "stage": "PerDocCap", "ranks": {"knn:vector": 2}}]
+
+
+def test_lexical_recall_is_traced_without_an_embedder(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    queries, qrels = tmp_path / "queries.jsonl", tmp_path / "qrels.tsv"
+    queries.write_text(json.dumps({"id": "q1", "text": "docB"}) + "\n")
+    qrels.write_text("q1 0 docB#chunk-0 1\n")
+    (row,) = evaluate([("lexical", load_settings(overrides=[
+        f"search.embedded.path={store}", "embedder.dim=4", "rag.recall.mode=lexical"]))],
+        queries=str(queries), qrels=str(qrels))
+    assert row.funnel is not None and row.funnel.to_dict() == {
+        "relevant": 1, "Recall": 1, "KeyedDedup": 1, "PerDocCap": 1, "TopN": 1, "Project": 1}
+    assert row.scores.recall == 1.0
