@@ -113,6 +113,7 @@ class EmbeddedStoreTarget:
                 note = build_version(built, base, parts, Manifest(
                     self._dimension, 0, self._embedder, index=self._index,
                     stemmer=self._stemmer), self._hnsw, str(self._path))
+                note = "; ".join(filter(None, [self._restemmed(), note])) or None
                 publish(self._path, built)
             except BaseException:
                 shutil.rmtree(built, ignore_errors=True)
@@ -125,6 +126,14 @@ class EmbeddedStoreTarget:
     def abort(self) -> None:
         shutil.rmtree(self._staging, ignore_errors=True)
         release(self._lock)
+
+    def _restemmed(self) -> str | None:
+        """What to say when the lexical index is built in another language than the store's."""
+        if self._base is None or self._rebuild:
+            return None
+        was = Manifest.read(self._base).stemmer
+        return (f"the lexical index was built again with stemmer {self._stemmer} (the store's "
+                f"was {was})" if was != self._stemmer else None)
 
     def _built_as_configured(self, version: Path) -> bool:
         manifest = Manifest.read(version)
