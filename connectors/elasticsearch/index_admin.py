@@ -15,6 +15,7 @@ from connectors.elasticsearch.client import (
     vector_mapping,
 )
 from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.elasticsearch.index_check import field_mapping
 from connectors.elasticsearch.layouts import CATALOG_FIELD, CATALOG_MAPPING, extra_mapping
 from connectors.elasticsearch.retry import call_with_retries
 from connectors.embedder_port import EmbedderInfo
@@ -111,7 +112,7 @@ def ensure_index(client: Elasticsearch, config: ElasticsearchConfig, dimension: 
 def _warn_on_another_analyzer(mappings: dict[str, Any], config: ElasticsearchConfig) -> None:
     """An existing content field keeps its analyzer (a mapping cannot change): say so when it
     is not the configured stemmer's."""
-    content = (mappings.get("properties") or {}).get(config.content_field) or {}
+    content = field_mapping(mappings, config.content_field) or {}
     analyzer = content.get("analyzer", "standard")
     wanted = content_mapping(config.stemmer).get("analyzer", "standard")
     if content.get("type") == "text" and analyzer != wanted:
