@@ -76,3 +76,14 @@ def test_filters_that_are_no_json_object_are_a_one_line_error(
         store: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", "--query", "x", "--filters", "[1]", *store]) == 2
     assert "--filters='[1]': must be a JSON object" in capsys.readouterr().err
+
+
+def test_explain_of_lexical_recall_embeds_nothing_and_finds_by_words(
+        store: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["explain", "--query", "heap queues", "--json", *store,
+                 "--set", "rag.recall.mode=lexical"]) == 0
+    explained = json.loads(capsys.readouterr().out)
+    (retriever,) = explained["retrievers"]
+    assert retriever.startswith("bm25")
+    assert explained["result"]["evidence"][0]["evidence_key"].startswith("heapq.md#")
