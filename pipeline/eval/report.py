@@ -33,8 +33,9 @@ def eval_table(rows: Sequence[EvalRow], k: int) -> str:
 
 def funnel_table(rows: Sequence[EvalRow], level: str) -> str:
     """Per config, the judged relevant items and how many survive each stage (`-`: the stage
-    does not run in that config)."""
-    names, width = every_stage_name(), _label_width(rows)
+    does not run in that config; a stage that runs in none has no column)."""
+    runs = {name for row in rows if row.funnel for name in row.funnel.survivors}
+    names, width = [n for n in every_stage_name() if n in runs], _label_width(rows)
     header = f"{'config':<{width}} {'relevant':>8} " + " ".join(f"{n:>10}" for n in names)
     lines = [f"loss funnel: relevant {level}s that survive each stage", header,
              "-" * len(header)]

@@ -102,6 +102,7 @@ def test_eval_prints_the_test_and_the_funnel_and_writes_them(
                  "--losses", str(tmp_path / "losses.jsonl")]) == 0
     out = capsys.readouterr().out
     assert "loss funnel: relevant chunks" in out and "PerDocCap" in out and "p:" in out
+    assert "ScoreFloor" not in out and "RrfFusion" not in out  # stages neither config runs
     first, capped = json.loads((tmp_path / "eval.json").read_text())
     # one query that moved can never be significant: every sign flip is as far from zero
     assert "p_value" not in first and capped["p_value"] == 1.0
