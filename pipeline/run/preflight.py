@@ -43,8 +43,9 @@ def preflight(port_factory: PortFactory, embedder_factory: EmbedderFactory | Non
         stored_keys: frozenset[str] | None = getattr(port, "metadata_keys", None)
     finally:
         port.close()
-    if stored_keys is not None and queries is not None:
-        _warn_on_filters_that_match_nothing(queries, stored_keys, store)
+    ahead = _first_queries(queries) if queries is not None else None
+    if stored_keys is not None and ahead is not None:
+        _warn_on_filters_that_match_nothing(ahead, stored_keys, store)
     if embedder_factory is None:
         return None
     configured: EmbedderInfo | None = None
@@ -53,7 +54,7 @@ def preflight(port_factory: PortFactory, embedder_factory: EmbedderFactory | Non
         problem = embedder_problem(configured, dimension, recorded, store)
     except RagEvidenceError as error:
         problem = error
-    text_ahead = queries is None or _text_queries_ahead(queries)
+    text_ahead = ahead is None or any(needs_embedding(query) for _, query in ahead)
     if problem is None:
         if recorded is None and configured is not None and text_ahead:
             _log.warning("%s does not record the embedder that built it (indexes written by "
@@ -77,26 +78,23 @@ def embedder_problem(configured: EmbedderInfo, dimension: int, recorded: Embedde
     return None
 
 
-def _warn_on_filters_that_match_nothing(queries: QuerySource, stored_keys: frozenset[str],
-                                        store: str) -> None:
+def _first_queries(queries: QuerySource) -> list[tuple[int, Query]]:
+    """The valid queries among the first `PEEK_LINES` lines, with their line numbers."""
+    parsed = ((number, parse_query_line(number, text))
+              for number, text in queries.first_records(PEEK_LINES))
+    return [(number, query) for number, query in parsed if isinstance(query, Query)]
+
+
+def _warn_on_filters_that_match_nothing(ahead: list[tuple[int, Query]],
+                                        stored_keys: frozenset[str], store: str) -> None:
     unknown: dict[str, int] = {}
-    for number, text in queries.first_records(PEEK_LINES):
-        parsed = parse_query_line(number, text)
-        if isinstance(parsed, Query):
-            for key in parsed.filters:
-                if key not in stored_keys:
-                    unknown.setdefault(key, number)
+    for number, query in ahead:
+        for key in query.filters:
+            if key not in stored_keys:
+                unknown.setdefault(key, number)
     for key, number in unknown.items():
         close = difflib.get_close_matches(key, sorted(stored_keys), n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         _log.warning("filter key %r (first on line %d) is on no chunk of %s, so queries "
                      "filtering on it get no evidence; %sthe chunks carry: %s", key, number,
                      store, hint, ", ".join(sorted(stored_keys)) or "no metadata")
-
-
-def _text_queries_ahead(queries: QuerySource) -> bool:
-    for number, text in queries.first_records(PEEK_LINES):
-        parsed = parse_query_line(number, text)
-        if isinstance(parsed, Query) and needs_embedding(parsed):
-            return True
-    return False
