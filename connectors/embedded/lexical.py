@@ -62,13 +62,13 @@ def tokens(texts: Sequence[str], stemmer: StemmerName = DEFAULT_STEMMER) -> list
 def indexed(contents: Sequence[str], stemmer: StemmerName = DEFAULT_STEMMER) -> bm25s.BM25 | None:
     """A BM25 index (Lucene's variant) of `contents` in row order; None when no content has a
     single word to index."""
-    if not any(tokens(contents, stemmer)):
-        return None
     library = bm25s_module()
+    tokenized = library.tokenize(list(contents), stopwords=_STOPWORDS[stemmer],
+                                 stemmer=_stemmer(stemmer), show_progress=False)
+    if not any(tokenized.ids):  # tokenized once: the check and the index share it
+        return None
     retriever = library.BM25()
-    retriever.index(library.tokenize(list(contents), stopwords=_STOPWORDS[stemmer],
-                                     stemmer=_stemmer(stemmer), show_progress=False),
-                    show_progress=False)
+    retriever.index(tokenized, show_progress=False)
     return retriever
 
 
