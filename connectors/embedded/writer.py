@@ -50,6 +50,9 @@ class EmbeddedStoreTarget:
         self._embedder: EmbedderInfo | None = None
         self._index, self._hnsw, self._stemmer = index, hnsw, stemmer
         self._base: Path | None = None
+        self._base_manifest: Manifest | None = None
+        """The current version's manifest, read by `prepare` (None for a new store or a
+        rebuild)."""
         self._rebuild = False
 
     def prepare(self, dimension: int, embedder: EmbedderInfo | None,
@@ -66,8 +69,9 @@ class EmbeddedStoreTarget:
             collect(self._path)
             base = current_version(self._path)
             self._base = base if (base / MANIFEST_FILE).is_file() else None
+            self._base_manifest = None
             if self._base is not None and not rebuild:
-                manifest = Manifest.read(self._base)
+                manifest = self._base_manifest = Manifest.read(self._base)
                 self._check_fits(manifest, dimension, embedder)
                 opened_parts(self._base, manifest)  # a damaged version stops here, in one line
             self._staging.mkdir(parents=True)
@@ -102,8 +106,8 @@ class EmbeddedStoreTarget:
         """
         try:
             parts = StagedParts(self._staging)
-            if not self._rebuild and self._base is not None and not (
-                    parts.table.ids or parts.deleted) and self._built_as_configured(self._base):
+            if self._base is not None and not (
+                    parts.table.ids or parts.deleted) and self._built_as_configured():
                 return f"nothing changed: the store keeps version {self._base.name}"
             built = self._path.parent / f".{self._path.name}{_BUILDING}{owned_suffix()}"
             built.mkdir()
@@ -129,15 +133,16 @@ class EmbeddedStoreTarget:
 
     def _restemmed(self) -> str | None:
         """What to say when the lexical index is built in another language than the store's."""
-        if self._base is None or self._rebuild:
+        if self._base_manifest is None:
             return None
-        was = Manifest.read(self._base).stemmer
+        was = self._base_manifest.stemmer
         return (f"the lexical index was built again with stemmer {self._stemmer} (the store's "
                 f"was {was})" if was != self._stemmer else None)
 
-    def _built_as_configured(self, version: Path) -> bool:
-        manifest = Manifest.read(version)
-        return (manifest.index, manifest.stemmer) == (self._index, self._stemmer)
+    def _built_as_configured(self) -> bool:
+        manifest = self._base_manifest
+        return manifest is not None and (manifest.index, manifest.stemmer) == (self._index,
+                                                                                self._stemmer)
 
     @property
     def _lock(self) -> Path:
