@@ -159,6 +159,22 @@ class LateContentPort(ColumnPort, Protocol):
     def contents(self, refs: Sequence[ContentRef]) -> list[str]: ...
 
 
+@runtime_checkable
+class ContinuablePort(ColumnPort, Protocol):
+    """A port that can search a few named chunks exactly: what a run continued from the
+    previous night's candidates asks of the store (see `stages.continuation`).
+
+    Contract, besides `ColumnPort`'s: `search_among(requests, among, above)` answers each kNN
+    request exactly, among the chunks whose ids `among[i]` names (ids the store does not hold
+    are passed over) that match its filters, keeping the hits that score strictly above
+    `above[i]`, at most `k`, best first: the same ids, scores and order a search of the whole
+    store gives those chunks.
+    """
+
+    def search_among(self, requests: Sequence[SearchRequest], among: Sequence[Sequence[str]],
+                     above: Sequence[float]) -> list[ChunkOutcome]: ...
+
+
 def can(port: object, method: str) -> bool:
     """Whether `port` has `method` (`search_chunks`, `contents`): asked once per port type, since
     a protocol's `isinstance` costs more than a search of one query."""

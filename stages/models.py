@@ -252,3 +252,37 @@ class DeadLetter(BaseModel):
     query_id: str | None = None
     line_number: int | None = None
     input: Any = None
+
+
+class RecalledList(NamedTuple):
+    """One sub-query's recalled chunks as a run keeps them for the next: ids and scores, best
+    first, and `bound`: every chunk that matches and is not in the list scores at most this
+    (-inf: the list holds every chunk that matches)."""
+
+    reason: str
+    ids: tuple[str, ...]
+    scores: tuple[float, ...]
+    bound: float
+
+
+class QueryState(NamedTuple):
+    """What a run keeps of one query for the next to continue from: the query's fingerprint,
+    its text's vector (so that it is never embedded again) and its recalled lists."""
+
+    query_id: str
+    fingerprint: str
+    text_vector: tuple[float, ...] | None
+    lists: tuple[RecalledList, ...]
+
+
+class Continuation(NamedTuple):
+    """A query whose previous state and result stand: its vector from the state, to be answered
+    from the store's changes alone."""
+
+    embedded: EmbeddedQuery
+    state: QueryState
+    previous: QueryResult
+
+    @property
+    def query(self) -> Query:
+        return self.embedded.query

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 import apache_beam as beam
@@ -19,6 +19,7 @@ from connectors.search_port import (
 )
 from core.errors import KnowledgeSearchError, RagEvidenceError
 from core.params import Bound
+from stages.candidate_state import asked_width, joined, kept_state
 from stages.models import DeadLetter, EmbeddedQuery, QueryHits
 from stages.sub_queries import (
     DEFAULT_MAX_SUB_QUERIES,
@@ -88,14 +89,7 @@ def _result(embedded: EmbeddedQuery, found: list[tuple[SubQuery, ChunkHits]] | R
         sub, hits = found[0]
         return QueryHits(embedded.query.id, hits, [sub.reason] * len(hits),
                          range(1, len(hits) + 1))
-    columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
-    for sub, hits in found:
-        for column, values in zip(columns, (hits.ids, hits.scores, hits.identities,
-                                            hits.contents, hits.refs,
-                                            [sub.reason] * len(hits),
-                                            range(1, len(hits) + 1)), strict=True):
-            column.extend(values)
-    return QueryHits(embedded.query.id, ChunkHits(*columns[:5]), columns[5], columns[6])
+    return joined(embedded.query.id, [(sub.reason, hits) for sub, hits in found])
 
 
 class _RecallDoFn(OwningDoFn[KnowledgeSearchPort], GuardedDoFn):
@@ -106,9 +100,10 @@ class _RecallDoFn(OwningDoFn[KnowledgeSearchPort], GuardedDoFn):
     output_type = QueryHits
 
     def __init__(self, port_factory: PortFactory, retrieve_k: int, mode: RecallMode,
-                 max_sub_queries: int) -> None:
+                 max_sub_queries: int, keeps_state: bool = False) -> None:
         super().__init__(port_factory)
         self._retrieve_k = retrieve_k
+        self._keeps_state = keeps_state
         self._mode = mode
         self._max_sub_queries = max_sub_queries
 
@@ -126,16 +121,40 @@ class _RecallDoFn(OwningDoFn[KnowledgeSearchPort], GuardedDoFn):
         port = self._open_port()
         if isinstance(port, KnowledgeSearchError):
             return [dead_letter(q.query, "recall", port) for q in batch]
-        results = recall_batch(batch, port, self._retrieve_k, self._mode,
-                               self._max_sub_queries)
+        asked = asked_width(self._retrieve_k) if self._keeps_state else self._retrieve_k
+        results: list[Any] = recall_batch(batch, port, asked, self._mode,
+                                          self._max_sub_queries)
+        if self._keeps_state:
+            results = list(self._with_state(batch, results))
         counters.count(counters.CANDIDATES,
                        sum(len(r.reasons) for r in results if isinstance(r, QueryHits)))
         return results
 
+    def _with_state(self, batch: list[EmbeddedQuery], results: list[QueryHits | DeadLetter]
+                    ) -> Iterator[QueryHits | DeadLetter | beam.pvalue.TaggedOutput]:
+        """Each query's hits cut to retrieve-k, and what it keeps to tag `state`."""
+        for embedded, result in zip(batch, results, strict=True):
+            if isinstance(result, DeadLetter):
+                yield result
+                continue
+            subs = resolve_sub_queries(embedded, self._mode, self._max_sub_queries)
+            assert not isinstance(subs, RagEvidenceError)  # it was recalled
+            cut, state = kept_state(embedded, [s.reason for s in subs], result,
+                                    self._retrieve_k)
+            yield cut
+            if state is not None:
+                yield beam.pvalue.TaggedOutput(STATE, state)
+
+
+STATE = "state"
+"""The tag of what a recall that keeps state keeps of each query (`QueryState`)."""
+
 
 class Recall(HandlesErrors,
              beam.PTransform[beam.PCollection[EmbeddedQuery], beam.pvalue.DoOutputsTuple]):
-    """EmbeddedQuery -> QueryHits (main output `hits`) and DeadLetter (tag `dead_letter`).
+    """EmbeddedQuery -> QueryHits (main output `hits`) and DeadLetter (tag `dead_letter`);
+    with `keeps_state`, recalls deeper and also gives what each query keeps for the next run
+    (tag `state`, see `candidate_state`), its hits cut to `retrieve_k` as without.
 
     Usage::
 
@@ -146,12 +165,13 @@ class Recall(HandlesErrors,
     def __init__(self, port_factory: PortFactory, *, retrieve_k: int,
                  batch_size: int = DEFAULT_SEARCH_BATCH,
                  mode: RecallMode = "dense",
-                 max_sub_queries: int = DEFAULT_MAX_SUB_QUERIES) -> None:
+                 max_sub_queries: int = DEFAULT_MAX_SUB_QUERIES,
+                 keeps_state: bool = False) -> None:
         super().__init__()
-        self._fn = _RecallDoFn(port_factory, retrieve_k, mode, max_sub_queries)
+        self._fn = _RecallDoFn(port_factory, retrieve_k, mode, max_sub_queries, keeps_state)
         self._batch_size = batch_size
 
     def expand(self, queries: beam.PCollection[EmbeddedQuery]) -> beam.pvalue.DoOutputsTuple:
         batches = queries | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
                                                           max_batch_size=self._batch_size)
-        return self._guarded_step(batches, "Search", self._fn, main="hits")
+        return self._guarded_step(batches, "Search", self._fn, main="hits", tags=(STATE,))

@@ -10,7 +10,11 @@ import numpy as np
 from connectors.embedded.lexical import LexicalIndex
 from connectors.embedded.metadata_filter import FilterIndex
 from connectors.embedded.top_k import top_rows
-from connectors.embedded.vector_search import exact_neighbours, subset_neighbours
+from connectors.embedded.vector_search import (
+    SCORE_TOLERANCE,
+    exact_neighbours,
+    subset_neighbours,
+)
 from connectors.search_port import SearchRequest
 from core.errors import DimensionMismatchError, KnowledgeSearchError
 from core.vectors import NO_DIRECTION, unit_rows
@@ -79,6 +83,39 @@ class RowSearch:
                 top, cosines = subset_neighbours(self._vectors, queries[row], matching,
                                                  requests[i].k)
                 outcomes[i] = top, _reported(cosines)
+
+    def search_among(self, requests: Sequence[SearchRequest], among: Sequence[np.ndarray],
+                     above: Sequence[float]) -> list[RowOutcome]:
+        """Per kNN request, its exact top `k` among the rows `among[i]` only (those that match
+        its filters), keeping only scores strictly above `above[i]` (reported scale), ties by
+        lower row: the same rows and scores a search of the whole store gives them. The batch's
+        rows are scored in float32 at once first (one matrix product), and only those that
+        can clear `above` are scored exactly (`cosines`)."""
+        empty = (np.empty(0, np.int64), np.empty(0, np.float32))
+        outcomes: list[RowOutcome] = [empty for _ in requests]
+        dense = [i for i, r in enumerate(requests)
+                 if r.vector is not None and len(among[i]) and self._fits(r, outcomes, i)]
+        if not dense:
+            return outcomes
+        queries, usable = unit_rows([requests[i].vector or () for i in dense])
+        union = np.unique(np.concatenate([among[i] for i in dense]))
+        rough = queries @ np.asarray(self._vectors[union], dtype=np.float32).T
+        for row, i in enumerate(dense):
+            if not usable[row]:
+                outcomes[i] = KnowledgeSearchError(
+                    f"vector {NO_DIRECTION}: cosine similarity is undefined")
+                continue
+            rows = np.unique(among[i])
+            matching = self._filters.matching_rows(requests[i].filters)
+            if matching is not None:
+                rows = np.intersect1d(rows, matching)
+            floor_cosine = 2.0 * above[i] - 1.0
+            rows = rows[rough[row, np.searchsorted(union, rows)] > floor_cosine - SCORE_TOLERANCE]
+            top, cosines = subset_neighbours(self._vectors, queries[row], rows, requests[i].k)
+            reported = _reported(cosines)
+            keep = reported > above[i]
+            outcomes[i] = top[keep], reported[keep]
+        return outcomes
 
     def _exact(self, queries: np.ndarray, ks: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
         return exact_neighbours(self._vectors, queries, ks)

@@ -74,6 +74,7 @@ class EmbeddedStore:
                                graph.neighbours if graph else None)
         self._version = version or (str(lease.folder) if lease else f"memory:{id(self)}")
         self._others: dict[str, EmbeddedStore] = {}
+        self._row_of_id: dict[str, int] | None = None
         self._closed = False
 
     @classmethod
@@ -147,7 +148,25 @@ class EmbeddedStore:
                 for outcome in self._search_rows(requests)]
 
     def search_chunks(self, requests: Sequence[SearchRequest]) -> list[ChunkOutcome]:
-        outcomes = self._search_rows(requests)
+        return self._as_chunks(self._search_rows(requests))
+
+    def search_among(self, requests: Sequence[SearchRequest], among: Sequence[Sequence[str]],
+                     above: Sequence[float]) -> list[ChunkOutcome]:
+        """See `ContinuablePort`: ids this version does not hold are passed over."""
+        if self._closed:
+            raise KnowledgeSearchError("the embedded store was closed; open it again to search")
+        row_of = self._rows_by_id()
+        rows = [np.fromiter((row_of[i] for i in ids if i in row_of), np.int64)
+                for ids in among]
+        return self._as_chunks(self._rows.search_among(requests, rows, above))
+
+    def _rows_by_id(self) -> dict[str, int]:
+        if self._row_of_id is None:
+            ids, _ = self._identities.take(np.arange(len(self._records)))
+            self._row_of_id = {chunk_id: row for row, chunk_id in enumerate(ids)}
+        return self._row_of_id
+
+    def _as_chunks(self, outcomes: list[RowOutcome]) -> list[ChunkOutcome]:
         found = [o for o in outcomes if not isinstance(o, KnowledgeSearchError)]
         rows = np.concatenate([r for r, _ in found]) if found else np.empty(0, np.int64)
         ids, identities = self._identities.take(rows)

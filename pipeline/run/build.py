@@ -18,9 +18,12 @@ from pipeline.io.result_sink import ResultFile
 from pipeline.io.run_io import RunIO
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
 from pipeline.run.changed_only import KeepChanged
-from pipeline.run.evidence_transform import EvidenceTransform
+from pipeline.run.continuation_plan import ContinuationPlan
+from pipeline.run.continued_queries import FULL, SplitContinued, counted_in_full
+from pipeline.run.evidence_transform import ContinueFrom, EvidenceTransform
 from pipeline.run.query_parse import ParseQueries
 from pipeline.run.repeated_ids import RepeatedQueryIds
+from pipeline.run.state_files import ReadState, WriteState
 from stages.models import QueryResult
 from stages.support.internal_errors import InternalDeadLetters
 from stages.support.progress import LogProgress
@@ -34,14 +37,17 @@ def build_pipeline(
     port_factory: PortFactory | None = None,
     embedder_factory: EmbedderFactory | None = None,
     embedder_refusal: RagEvidenceError | None = None,
+    plan: ContinuationPlan | None = None,
 ) -> None:
     """Adds the whole job to `pipeline`; collaborators default to the configured production ones.
 
     The queries are read twice: once for their ids alone (a side input of the ids that repeat),
     once to answer them, so that the answering pass streams instead of waiting for every id.
     `embedder_refusal`, when set, dead-letters every query whose text would need embedding
-    (see `preflight`).
+    (see `preflight`). `plan` says whether the run keeps state for the next and continues
+    from PREV's (see `continuation_plan`).
     """
+    plan = plan or ContinuationPlan()
     errors = CollectingErrorHandler()
     repeated_ids = (pipeline
                     | "ReadQueriesForIds" >> io.queries.read_ids()
@@ -49,18 +55,32 @@ def build_pipeline(
     parsed = (pipeline
               | "ReadQueries" >> io.queries.read()
               | "Parse" >> ParseQueries(repeated_ids).with_error_handler(errors))
-    evidence = parsed.queries | "Evidence" >> EvidenceTransform(
+    previous = None if io.previous is None else (
+        pipeline | "ReadPrevious" >> io.previous.read_transform())
+    queries, continues = parsed.queries, None
+    if plan.continues is not None and previous is not None:
+        states = pipeline | "ReadState" >> ReadState(plan.continues.folder)
+        split = queries | "SplitContinued" >> SplitContinued(states, previous)
+        queries = split[FULL]
+        changes = plan.continues.changes
+        continues = ContinueFrom(split.continued, changes.removed, changes.entered)
+    elif previous is not None:
+        queries = queries | "AnsweredInFull" >> beam.Map(counted_in_full, plan.full_counter)
+    evidence = queries | "Evidence" >> EvidenceTransform(
         settings,
         port_factory=port_factory or port_factory_for(settings),
         embedder_factory=embedder_factory or embedder_factory_for(settings),
         embedder_refusal=embedder_refusal,
+        keeps_state=plan.keeps is not None,
+        continues=continues,
     ).with_error_handler(errors)
+    if plan.keeps is not None and evidence.state is not None:
+        evidence.state | "KeepState" >> WriteState(plan.keeps)
     total = io.queries.count() if io.queries.counts_cheaply or sys.stderr.isatty() else None
     results = evidence.results | "Progress" >> LogProgress("queries answered", total)
     if io.snapshot is not None:
         results | "Snapshot" >> _WriteCopy(io.snapshot, errors)
-    if io.previous is not None:
-        previous = pipeline | "ReadPrevious" >> io.previous.read_transform()
+    if previous is not None:
         changed = results | "KeepChanged" >> KeepChanged(previous)
         results = changed.results
         (changed.gone

@@ -12,12 +12,20 @@ from core.errors import RagEvidenceError
 from pipeline.config.backends import embedder_tag
 from pipeline.config.settings import Settings
 from pipeline.run.chain import candidate_chain
+from stages.continuation import RECALL, UNCHANGED, Continue
 from stages.embed import EmbedQueries, not_embedded
 from stages.fetch_content import FetchContent
 from stages.identity import IdentityNormalize
-from stages.models import DeadLetter, EmbeddedQuery, Query, QueryResult
+from stages.models import (
+    Continuation,
+    DeadLetter,
+    EmbeddedQuery,
+    Query,
+    QueryResult,
+    QueryState,
+)
 from stages.projection import Project
-from stages.recall import Recall
+from stages.recall import STATE, Recall
 from stages.support.internal_errors import HandlesErrors
 from stages.support.shared_embedder import SharedEmbedder
 
@@ -25,6 +33,16 @@ from stages.support.shared_embedder import SharedEmbedder
 class EvidenceOutputs(NamedTuple):
     results: beam.PCollection[QueryResult]
     dead_letters: beam.PCollection[DeadLetter]
+    state: beam.PCollection[QueryState] | None = None
+    """With `keeps_state`: what each query keeps for the next run."""
+
+
+class ContinueFrom(NamedTuple):
+    """The queries continued from PREV's state, and the store's changes since (ids)."""
+
+    continued: beam.PCollection[Continuation]
+    removed: frozenset[str]
+    entered: tuple[str, ...]
 
 
 class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], EvidenceOutputs]):
@@ -35,6 +53,11 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
 
     Element-wise per query (no shuffle), so it runs on bounded and unbounded input alike.
 
+    With `keeps_state`, it also outputs what each query keeps for the next run (`state`);
+    `continues` adds the queries continued from PREV's state (see `stages.continuation`):
+    their hits join the others' at IdentityNormalize, their unchanged results the others'
+    results, and those that ran out are recalled with the others.
+
     Usage::
 
         outputs = queries | EvidenceTransform(
@@ -44,9 +67,12 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
 
     def __init__(self, settings: Settings, *, port_factory: PortFactory,
                  embedder_factory: EmbedderFactory,
-                 embedder_refusal: RagEvidenceError | None = None) -> None:
+                 embedder_refusal: RagEvidenceError | None = None,
+                 keeps_state: bool = False, continues: ContinueFrom | None = None) -> None:
         super().__init__()
         self._settings = settings
+        self._keeps_state = keeps_state
+        self._continues = continues
         self._port_factory = port_factory
         self._embedder = SharedEmbedder(embedder_factory, embedder_tag(settings),
                                        settings.embedder.model)
@@ -65,11 +91,24 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
             ).with_error_handler(handler)
             to_recall = embedded.queries
             dead_letters.append(embedded.dead_letter)
+        continued = None
+        if self._continues is not None:
+            continued = self._continues.continued | "Continue" >> Continue(
+                self._port_factory, removed=self._continues.removed,
+                entered=self._continues.entered, retrieve_k=rag.retrieve_k,
+                batch_size=self._settings.search.batch_size,
+                max_sub_queries=rag.max_sub_queries).with_error_handler(handler)
+            to_recall = (to_recall, continued[RECALL]) | "AlsoRecall" >> beam.Flatten()
+            dead_letters.append(continued.dead_letter)
         recalled = to_recall | "Recall" >> Recall(
             self._port_factory, retrieve_k=rag.retrieve_k,
             batch_size=self._settings.search.batch_size, mode=mode,
-            max_sub_queries=rag.max_sub_queries).with_error_handler(handler)
-        candidates = recalled.hits | "IdentityNormalize" >> IdentityNormalize().with_error_handler(
+            max_sub_queries=rag.max_sub_queries,
+            keeps_state=self._keeps_state).with_error_handler(handler)
+        hits = recalled.hits
+        if continued is not None:
+            hits = (hits, continued.hits) | "AllHits" >> beam.Flatten()
+        candidates = hits | "IdentityNormalize" >> IdentityNormalize().with_error_handler(
             handler)
         for stage in candidate_chain(rag):
             candidates = candidates | type(stage).__name__ >> stage.with_error_handler(handler)
@@ -78,5 +117,11 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
         results = fetched.candidates | "Project" >> Project(
             self._settings.projection).with_error_handler(handler)
         dead_letters += [recalled.dead_letter, fetched.dead_letter]
+        state = None
+        if self._keeps_state:
+            states = [recalled[STATE], *([continued[STATE]] if continued is not None else [])]
+            state = tuple(states) | "AllStates" >> beam.Flatten()
+        if continued is not None:
+            results = (results, continued[UNCHANGED]) | "AllResults" >> beam.Flatten()
         return EvidenceOutputs(results, tuple(dead_letters)
-                               | "EvidenceDeadLetters" >> beam.Flatten())
+                               | "EvidenceDeadLetters" >> beam.Flatten(), state)

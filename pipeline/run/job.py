@@ -8,7 +8,9 @@ import time
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
+from typing import Any
 
+from connectors.embedded.changes import keep_chunk_table
 from connectors.embedder_port import EmbedderFactory
 from connectors.search_port import PortFactory
 from pipeline.config.backends import (
@@ -22,10 +24,12 @@ from pipeline.config.heap import run_to_completion
 from pipeline.config.settings import Settings
 from pipeline.io.run_io import RunIO
 from pipeline.run.build import build_pipeline
+from pipeline.run.continuation_plan import ContinuationPlan, plan_continuation
 from pipeline.run.manifest import remove_manifests, run_manifest, write_manifests
 from pipeline.run.preflight import preflight
 from pipeline.run.previous_check import check_finished_run
 from pipeline.run.summary import RunSummary, summarize
+from stages.support import counters
 
 _log = logging.getLogger(__name__)
 
@@ -53,16 +57,17 @@ def run(settings: Settings, io: RunIO, *, beam_args: Sequence[str] = (),
     then builds, runs and waits. The run reads the embedded store's version that is current
     when it starts, from start to end."""
     io.check()
-    if io.previous is not None:
-        check_finished_run("--previous", io.previous.location)
+    previous = None if io.previous is None else check_finished_run(
+        "--previous", io.previous.location)
     if port_factory is not None:
-        return _run(settings, io, beam_args, port_factory, embedder_factory, None)
+        return _run(settings, io, beam_args, port_factory, embedder_factory, None, previous)
     with pinned_port_factory(settings) as (pinned, version):
-        return _run(settings, io, beam_args, pinned, embedder_factory, version)
+        return _run(settings, io, beam_args, pinned, embedder_factory, version, previous)
 
 
 def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: PortFactory,
-         embedder_factory: EmbedderFactory | None, version: Path | None) -> RunSummary:
+         embedder_factory: EmbedderFactory | None, version: Path | None,
+         previous: dict[str, Any] | None) -> RunSummary:
     describe = None if embedder_factory else partial(embedder_info, settings.embedder)
     embedder_factory = embedder_factory or embedder_factory_for(settings)
     options = pipeline_options(beam_args)
@@ -75,16 +80,33 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
     with io.held():
         remove_manifests(io.manifests)
         started, began = time.monotonic(), _now()
+        plan = plan_continuation(settings, io, version, previous)
+        if plan.keeps is not None and version is not None:
+            plan.keeps.start(settings, version)
+            keep_chunk_table(version, plan.keeps.path)
         pipeline = job_pipeline(options)
         build_pipeline(pipeline, settings, io, port_factory=port_factory,
-                       embedder_factory=embedder_factory, embedder_refusal=refusal)
+                       embedder_factory=embedder_factory, embedder_refusal=refusal, plan=plan)
         result = run_to_completion(pipeline)
         summary = summarize(result, time.monotonic() - started, io.counts,
                             backend_of(settings).counters, compared=io.previous is not None)
+        if plan.continues is not None:
+            summary.counts[counters.DELTA_CHUNKS] = plan.continues.changes.chunks
         _warn_on_low_recall(summary, settings)
-        write_manifests(io.manifests,
-                        run_manifest(settings, io, summary, options, began, _now(), version))
+        manifest = run_manifest(settings, io, summary, options, began, _now(), version)
+        manifest |= _continuation(plan, io)
+        write_manifests(io.manifests, manifest)
         return summary
+
+
+def _continuation(plan: ContinuationPlan, io: RunIO) -> dict[str, Any]:
+    """What the manifest says of the state this run kept and what it continued from."""
+    described: dict[str, Any] = {}
+    if plan.keeps is not None:
+        described["state"] = plan.keeps.described()
+    if io.previous is not None:
+        described["continuation"] = plan.described()
+    return described
 
 
 def _now() -> datetime.datetime:

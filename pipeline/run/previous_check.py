@@ -18,7 +18,7 @@ SIBLINGS_READ = 200
 """How many manifests beside PREV are read to find the one that names it."""
 
 
-def check_finished_run(flag: str, location: str) -> None:
+def check_finished_run(flag: str, location: str) -> dict[str, Any] | None:
     """Refuses a `--previous` that is not what a finished run left. Its manifest is the one
     beside it (or beside the file a link names); else one of the manifests in its folder that
     names a file of its size (a run's manifest names its snapshot too: a night whose last
@@ -31,13 +31,13 @@ def check_finished_run(flag: str, location: str) -> None:
         InvalidInputError: naming `flag`, the file and what is wrong, in one line.
     """
     if not is_local(location) or os.path.getsize(location) == 0:
-        return
+        return None
     size = os.stat(location).st_size
     path, document = _manifest_naming(flag, location, size)
     chained = "previous" in document
     described = _entry(document, "snapshot" if chained else "results")
     if described.get("bytes") == size and described.get("sha256") == file_sha256(location):
-        return
+        return document
     if chained and _entry(document, "results").get("bytes") == size:
         raise InvalidInputError(flag, location, "holds only the evidence that changed in its "
                                 "run; pass that run's --snapshot")

@@ -15,7 +15,7 @@ from stages.support import counters
 REPORTED = counters.SUMMARY
 """What every run reports; its backend adds its own counters (`Backend.counters`)."""
 COMPARED = (counters.EVIDENCE_UNCHANGED, counters.EVIDENCE_CHANGED, counters.EVIDENCE_NEW,
-            counters.PREVIOUS_GONE)
+            counters.PREVIOUS_GONE, *counters.CONTINUATION)
 """What only a run with `--previous` counts: printed only then (`--summary` keeps them all)."""
 _log = logging.getLogger(__name__)
 

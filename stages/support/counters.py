@@ -17,6 +17,14 @@ EVIDENCE_UNCHANGED = "evidence_unchanged"
 EVIDENCE_CHANGED = "evidence_changed"
 EVIDENCE_NEW = "evidence_new"
 PREVIOUS_GONE = "previous_gone"
+QUERIES_CONTINUED = "queries_continued"
+CONTINUED_UNCHANGED = "continued_unchanged"
+FULL_NEW_QUERY = "full_new_query"
+FULL_QUERY_CHANGED = "full_query_changed"
+FULL_RAN_OUT = "full_candidates_ran_out"
+FULL_CONTINUE_FAILED = "full_continue_failed"
+FULL_NOT_CONTINUABLE = "full_not_continuable"
+DELTA_CHUNKS = "delta_chunks"
 RESULTS = "results"
 DEAD_LETTERS = "dead_letters"
 SEARCH_REQUESTS = "search_requests"
@@ -38,9 +46,16 @@ SUMMARY = (
     QUERIES, RESULTS, DEAD_LETTERS, INTERNAL_ERRORS, CANDIDATES, DUPLICATES_MERGED, CAPPED,
     BELOW_MIN_SCORE, EVIDENCE_UNCHANGED, EVIDENCE_CHANGED, EVIDENCE_NEW, PREVIOUS_GONE,
     FALLBACK_IDENTITY, INVALID_CHUNK_INDEX, IDENTITY_CONFLICT, SEARCH_REQUESTS, TEXTS_EMBEDDED,
-    EMBEDDING_MS,
+    EMBEDDING_MS, QUERIES_CONTINUED, CONTINUED_UNCHANGED, FULL_NEW_QUERY, FULL_QUERY_CHANGED,
+    FULL_RAN_OUT, FULL_CONTINUE_FAILED, FULL_NOT_CONTINUABLE, DELTA_CHUNKS,
 )
 """Every counter a run reports, in the order the summary prints them."""
+
+CONTINUATION = (QUERIES_CONTINUED, CONTINUED_UNCHANGED, FULL_NEW_QUERY, FULL_QUERY_CHANGED,
+                FULL_RAN_OUT, FULL_CONTINUE_FAILED, FULL_NOT_CONTINUABLE, DELTA_CHUNKS)
+"""What a run with `--previous` reports of continuing from PREV's state (see
+`stages.continuation`): queries continued (of them, unchanged), queries answered in full by
+reason, and chunks the store changed since PREV."""
 
 INDEX_SUMMARY = (CHUNKS_ADDED, CHUNKS_UPDATED, CHUNKS_UNCHANGED, CHUNKS_DELETED,
                  CHUNK_INDEX_FAILURES, TEXTS_EMBEDDED, KEPT_AFTER_FAILURE)

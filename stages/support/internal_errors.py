@@ -17,7 +17,7 @@ from apache_beam import pvalue
 from apache_beam.transforms.error_handling import CollectingErrorHandler, ErrorHandler
 
 from core.errors import redact
-from stages.models import DeadLetter, EmbeddedQuery, Query
+from stages.models import Continuation, DeadLetter, EmbeddedQuery, Query
 from stages.support import counters
 from stages.support.dead_letters import DEAD_LETTER
 from stages.support.per_query import FAILED, GuardedDoFn
@@ -71,7 +71,7 @@ def _queries_of(element: Any) -> Iterator[tuple[str | None, int | None, Any]]:
     if isinstance(element, list):
         for item in element:
             yield from _queries_of(item)
-    elif isinstance(element, EmbeddedQuery):
+    elif isinstance(element, EmbeddedQuery | Continuation):
         yield from _queries_of(element.query)
     elif isinstance(element, Query):
         yield element.id, element.line_number, element.model_dump(exclude_none=True)

@@ -1,0 +1,106 @@
+"""Whether a run keeps state for the next (`--snapshot`), and whether it continues from PREV's
+(`--previous`): decided once, on the driver, before the job is built. What cannot be continued
+exactly is answered in full, and the plan says why."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from connectors.embedded.changes import StoreChanges, changes_between, kept_chunk_table
+from connectors.embedded.chunk_table import ChunkTable
+from pipeline.config.settings import Settings
+from pipeline.io.run_io import RunIO
+from pipeline.run.state_files import StateFolder, settings_fingerprint
+from stages.support import counters
+
+_log = logging.getLogger(__name__)
+MAX_CHANGED_SHARE = 0.05
+"""A store that changed by more than this share since PREV is searched in full: every
+continued query searches the changed chunks, which then cost as much as the whole store."""
+
+
+@dataclass(frozen=True)
+class Continued:
+    """PREV's state to continue from, and the store's changes since it was kept."""
+
+    folder: StateFolder
+    changes: StoreChanges
+
+
+@dataclass(frozen=True)
+class ContinuationPlan:
+    """`keeps`: where this run writes its state (None: it keeps none); `continues`: what it
+    continues from (None: every query is answered in full, `refused` says why)."""
+
+    keeps: StateFolder | None = None
+    continues: Continued | None = None
+    refused: str | None = None
+    first_night: bool = False
+
+    @property
+    def full_counter(self) -> str:
+        """What a query answered in full is counted as when nothing is continued."""
+        return counters.FULL_NEW_QUERY if self.first_night else counters.FULL_NOT_CONTINUABLE
+
+    def described(self) -> dict[str, Any]:
+        """What the manifest says of it (the state's files are named once written)."""
+        described: dict[str, Any] = {}
+        if self.continues is not None:
+            described["continued_from"] = str(self.continues.folder.path)
+            described["changed_chunks"] = self.continues.changes.chunks
+        if self.refused is not None:
+            described["answered_in_full"] = self.refused
+        return described
+
+
+def plan_continuation(settings: Settings, io: RunIO, version: Path | None,
+                      previous_manifest: dict[str, Any] | None) -> ContinuationPlan:
+    """The plan of a run: it keeps state with `--snapshot`, on the embedded store with flat
+    dense recall (`version` is the store version it reads); it continues from PREV's state
+    when `previous_manifest` (PREV's run's) names one that matches, of the same settings, and
+    the store changed by at most `MAX_CHANGED_SHARE` since."""
+    why_not = _why_not_kept(settings, version)
+    keeps = None if why_not or io.snapshot is None else StateFolder.of_snapshot(
+        io.snapshot.location)
+    if io.previous is None:
+        return ContinuationPlan(keeps)
+    if why_not:
+        return _refused(keeps, why_not)
+    if previous_manifest is None:
+        return ContinuationPlan(keeps, None, "--previous is empty (a first night)", True)
+    folder = StateFolder.of_snapshot(io.previous.location)
+    mismatch = folder.matches(previous_manifest.get("state"))
+    if mismatch:
+        return _refused(keeps, mismatch)
+    if folder.settings_sha256() != settings_fingerprint(settings):
+        return _refused(keeps, "the settings differ from PREV's run (rag, projection, "
+                               "embedder or index)")
+    assert version is not None
+    current = ChunkTable.of_version(version)
+    changes = changes_between(kept_chunk_table(folder.path), current)
+    if isinstance(changes, str):
+        return _refused(keeps, changes)
+    if changes.chunks > MAX_CHANGED_SHARE * max(len(current), 1):
+        return _refused(keeps, f"the store changed by {changes.chunks} chunks since PREV, more "
+                               f"than {MAX_CHANGED_SHARE:.0%} of its {len(current)}")
+    _log.info("continuing from %s: %d chunks changed since", folder.path, changes.chunks)
+    return ContinuationPlan(keeps, Continued(folder, changes))
+
+
+def _why_not_kept(settings: Settings, version: Path | None) -> str | None:
+    if settings.search.backend != "embedded" or version is None:
+        return "only the embedded store's runs are continued (not Elasticsearch)"
+    if settings.rag.recall.mode != "dense":
+        return (f"rag.recall.mode={settings.rag.recall.mode}: BM25 scores move with any "
+                "change of the store")
+    if settings.search.embedded.index != "flat":
+        return "search.embedded.index=hnsw: only exact (flat) recall is continued"
+    return None
+
+
+def _refused(keeps: StateFolder | None, why: str) -> ContinuationPlan:
+    _log.info("every query is answered in full: %s", why)
+    return ContinuationPlan(keeps, None, why)

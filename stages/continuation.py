@@ -1,0 +1,207 @@
+"""Continue: a standing query answered from the previous run's kept candidates and the store's
+changes alone, exactly as a search of the whole store would answer it.
+
+For each sub-query, the kept list without the chunks that were deleted or rewritten, with the
+chunks that were added or rewritten, is searched exactly (`ContinuablePort.search_among`),
+above the list's bound: every chunk outside both scores at most the bound, so the hits above it
+are the store's true top, in the store's order. The query is then:
+- unchanged: its top `retrieve-k` per sub-query is the same chunks with the same scores, none
+  of them rewritten; the previous result stands, and no stage runs again;
+- moved: the hits go on to the chain, as a recall would have given them;
+- run out: fewer than `retrieve-k` hits stand above the bound (too many kept chunks left);
+  it is recalled from the whole store, with its kept vector (never embedded again).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+
+import apache_beam as beam
+from apache_beam import pvalue
+
+from connectors.search_port import (
+    ChunkHits,
+    ContinuablePort,
+    KnowledgeSearchPort,
+    PortFactory,
+    SearchRequest,
+    can,
+)
+from core.errors import KnowledgeSearchError, RagEvidenceError
+from stages.candidate_state import (
+    NO_BOUND,
+    asked_width,
+    head,
+    joined,
+    query_fingerprint,
+    recalled_list,
+)
+from stages.models import Continuation, QueryHits, RecalledList
+from stages.recall import STATE
+from stages.sub_queries import DEFAULT_MAX_SUB_QUERIES, resolve_sub_queries
+from stages.support import counters
+from stages.support.internal_errors import HandlesErrors
+from stages.support.owning_dofn import OwningDoFn
+from stages.support.per_query import GuardedDoFn
+
+_log = logging.getLogger(__name__)
+UNCHANGED = "unchanged"
+"""The tag of the previous results that stand (`QueryResult`)."""
+RECALL = "recall"
+"""The tag of the queries to recall from the whole store (`EmbeddedQuery`)."""
+
+Outcome = QueryHits | pvalue.TaggedOutput
+
+
+def continue_batch(batch: Sequence[Continuation], port: KnowledgeSearchPort,
+                   removed: frozenset[str], entered: Sequence[str], retrieve_k: int,
+                   max_sub_queries: int = DEFAULT_MAX_SUB_QUERIES) -> list[Outcome]:
+    """Each continued query's outcome (see the module): its hits cut to `retrieve_k` (main)
+    and its new state (`STATE`), or its previous result (`UNCHANGED`) and its new state, or
+    itself to recall (`RECALL`). One port call for the whole batch."""
+    asked = asked_width(retrieve_k)
+    requests: list[SearchRequest] = []
+    among: list[list[str]] = []
+    above: list[float] = []
+    planned: list[list[tuple[RecalledList, tuple[float, ...]]] | None] = []
+    for item in batch:
+        lists = _lists_in_order(item, max_sub_queries)
+        planned.append(lists)
+        for kept, vector in lists or ():
+            requests.append(SearchRequest.model_construct(
+                vector=vector, text=None, k=asked, filters=item.query.filters))
+            among.append([i for i in kept.ids if i not in removed] + list(entered))
+            above.append(kept.bound)
+    outcomes = _search_among(port, requests, among, above)
+    answered: list[Outcome] = []
+    at = 0
+    for item, lists in zip(batch, planned, strict=True):
+        if lists is None:
+            answered.append(_recall(item, counters.FULL_QUERY_CHANGED))
+            continue
+        found = outcomes[at:at + len(lists)]
+        at += len(lists)
+        answered += _answer(item, [k for k, _ in lists], found, removed, retrieve_k)
+    return answered
+
+
+def _lists_in_order(item: Continuation, max_sub_queries: int
+                    ) -> list[tuple[RecalledList, tuple[float, ...]]] | None:
+    """The kept list and vector of each of the query's sub-queries, or None when the state
+    is not of this query (its fingerprint or sub-queries differ)."""
+    if query_fingerprint(item.query) != item.state.fingerprint:
+        return None
+    subs = resolve_sub_queries(item.embedded, "dense", max_sub_queries)
+    if isinstance(subs, RagEvidenceError):
+        return None
+    kept = {k.reason: k for k in item.state.lists}
+    if [s.reason for s in subs] != [k.reason for k in item.state.lists]:
+        return None
+    return [(kept[s.reason], s.vector or ()) for s in subs]
+
+
+def _search_among(port: KnowledgeSearchPort, requests: list[SearchRequest],
+                  among: list[list[str]], above: list[float]
+                  ) -> list[ChunkHits | KnowledgeSearchError]:
+    if not requests:
+        return []
+    if not can(port, "search_among"):
+        return [KnowledgeSearchError("the store cannot search among named chunks")] * len(
+            requests)
+    try:
+        continuable: ContinuablePort = port  # type: ignore[assignment]
+        return continuable.search_among(requests, among, above)
+    except KnowledgeSearchError as error:
+        _log.warning("continuing a batch of %d requests failed (recalled instead): %s",
+                     len(requests), error)
+        return [error] * len(requests)
+
+
+def _answer(item: Continuation, kept: list[RecalledList],
+            found: Sequence[ChunkHits | KnowledgeSearchError], removed: frozenset[str],
+            retrieve_k: int) -> list[Outcome]:
+    asked = asked_width(retrieve_k)
+    lists: list[tuple[str, ChunkHits]] = []
+    states: list[RecalledList] = []
+    same = True
+    for old, hits in zip(kept, found, strict=True):
+        if isinstance(hits, KnowledgeSearchError):
+            return [_recall(item, counters.FULL_CONTINUE_FAILED)]
+        made = recalled_list(old.reason, hits, asked, old.bound)
+        if made is None:
+            return [_recall(item, counters.FULL_CONTINUE_FAILED)]
+        state, held = made
+        if held < retrieve_k and state.bound != NO_BOUND:
+            return [_recall(item, counters.FULL_RAN_OUT)]
+        top = head(hits, min(held, retrieve_k))
+        lists.append((old.reason, top))
+        states.append(state)
+        same = same and _same_top(old, top, removed, retrieve_k)
+    new_state = item.state._replace(lists=tuple(states))
+    counters.count(counters.QUERIES_CONTINUED)
+    if same:
+        counters.count(counters.CONTINUED_UNCHANGED)
+        return [pvalue.TaggedOutput(UNCHANGED, item.previous),
+                pvalue.TaggedOutput(STATE, new_state)]
+    return [joined(item.query.id, lists), pvalue.TaggedOutput(STATE, new_state)]
+
+
+def _same_top(old: RecalledList, top: ChunkHits, removed: frozenset[str], retrieve_k: int
+              ) -> bool:
+    """Whether a sub-query's top `retrieve_k` is the one it kept: same chunks, same scores,
+    none of them rewritten since."""
+    before = old.ids[:retrieve_k]
+    return (tuple(top.ids) == before and tuple(top.scores) == old.scores[:retrieve_k]
+            and not any(i in removed for i in before))
+
+
+def _recall(item: Continuation, reason: str) -> pvalue.TaggedOutput:
+    counters.count(reason)
+    return pvalue.TaggedOutput(RECALL, item.embedded)
+
+
+class _ContinueDoFn(OwningDoFn[KnowledgeSearchPort], GuardedDoFn):
+    output_type = QueryHits
+
+    def __init__(self, port_factory: PortFactory, removed: frozenset[str],
+                 entered: tuple[str, ...], retrieve_k: int, max_sub_queries: int) -> None:
+        super().__init__(port_factory)
+        self._removed, self._entered = removed, entered
+        self._retrieve_k, self._max_sub_queries = retrieve_k, max_sub_queries
+
+    def answers(self, batch: list[Continuation]) -> Iterator[Outcome]:
+        try:
+            port = self.owned()
+        except KnowledgeSearchError as error:
+            _log.warning("search port unavailable (the batch is recalled instead): %s", error)
+            yield from (_recall(item, counters.FULL_CONTINUE_FAILED) for item in batch)
+            return
+        yield from continue_batch(batch, port, self._removed, self._entered,
+                                  self._retrieve_k, self._max_sub_queries)
+
+
+class Continue(HandlesErrors,
+               beam.PTransform[beam.PCollection[Continuation], pvalue.DoOutputsTuple]):
+    """Continuation -> QueryHits (main `hits`, cut to `retrieve_k`), QueryState (tag `state`),
+    the previous QueryResult that stands (tag `unchanged`) and EmbeddedQuery to recall in full
+    (tag `recall`); see the module. `removed` and `entered` are the store's changes since the
+    state was kept (ids).
+
+    Usage::
+
+        outputs = continuations | Continue(open_port, removed=..., entered=..., retrieve_k=20)
+    """
+
+    def __init__(self, port_factory: PortFactory, *, removed: frozenset[str],
+                 entered: tuple[str, ...], retrieve_k: int, batch_size: int,
+                 max_sub_queries: int = DEFAULT_MAX_SUB_QUERIES) -> None:
+        super().__init__()
+        self._fn = _ContinueDoFn(port_factory, removed, entered, retrieve_k, max_sub_queries)
+        self._batch_size = batch_size
+
+    def expand(self, items: beam.PCollection[Continuation]) -> pvalue.DoOutputsTuple:
+        batches = items | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
+                                                        max_batch_size=self._batch_size)
+        return self._guarded_step(batches, "SearchChanges", self._fn, main="hits",
+                                  tags=(STATE, UNCHANGED, RECALL))

@@ -1,0 +1,169 @@
+"""`run --previous PREV` continued from PREV's state (issue 32): after random changes to the
+store and to the standing queries, the continued run's snapshot equals a full run's, query for
+query, while it searches only what changed and embeds no unchanged text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from connectors.chunk_record import ChunkRecord
+from pipeline.cli.main import main
+from pipeline.run.continuation_plan import MAX_CHANGED_SHARE
+from pipeline.run.state_files import STATE_SUFFIX
+
+DIM, DOCS, PER_DOC = 8, 100, 4
+
+
+def _records(rng: np.random.Generator, count: int, start: int) -> list[ChunkRecord]:
+    centres = rng.normal(size=(12, DIM))
+    rows = centres[rng.integers(0, 12, count)] + rng.normal(scale=0.4, size=(count, DIM))
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    records = []
+    for n, vector in enumerate(rows, start=start):
+        doc, index = f"doc{n // PER_DOC}", n % PER_DOC
+        records.append(ChunkRecord(id=f"{doc}#chunk-{index}", vector=tuple(map(float, vector)),
+                                   content=f"content {n}", metadata={
+                                       "docId": doc, "chunkIndex": index,
+                                       "source": f"{doc}.md", "parity": n % 2}))
+    return records
+
+
+def _changed(rng: np.random.Generator, records: list[ChunkRecord], each: int
+             ) -> list[ChunkRecord]:
+    """`each` chunks rewritten (new vector and content), `each` deleted, `each` added."""
+    picked = rng.choice(len(records), 2 * each, replace=False)
+    rewritten, deleted = set(picked[:each].tolist()), set(picked[each:].tolist())
+    fresh = _records(rng, each, start=DOCS * PER_DOC + 1000 * int(rng.integers(1, 99)))
+    kept = []
+    for n, record in enumerate(records):
+        if n in deleted:
+            continue
+        if n in rewritten:
+            (new,) = _records(rng, 1, start=n)
+            record = record.model_copy(update={"vector": new.vector,
+                                               "content": record.content + " (rewritten)"})
+        kept.append(record)
+    return kept + fresh
+
+
+def _queries(rng: np.random.Generator, count: int, prefix: str) -> list[dict]:
+    queries: list[dict] = []
+    for n in range(count):
+        vector = rng.normal(size=DIM).tolist()
+        query: dict = {"id": f"{prefix}{n}"}
+        kind = n % 5
+        if kind == 3:
+            query["vectors"] = [vector, rng.normal(size=DIM).tolist()]
+        elif kind == 4:
+            query["text"] = f"words {n} of {prefix} about topic {n % 7}"
+        else:
+            query["vector"] = vector
+        if kind == 2:
+            query["filters"] = {"parity": n % 2}
+        queries.append(query)
+    return queries
+
+
+def _write(path: Path, rows: list) -> Path:
+    path.write_text("".join((r.model_dump_json() if isinstance(r, ChunkRecord)
+                             else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def _index(config: Path, chunks: Path) -> None:
+    assert main(["index", "--config", str(config), "--chunks", str(chunks),
+                 "--cleanup", "full"]) == 0
+
+
+def _run(config: Path, queries: Path, folder: Path, previous: Path) -> tuple[Path, dict]:
+    folder.mkdir()
+    snapshot, summary = folder / "snapshot.jsonl", folder / "summary.json"
+    assert main(["run", "--config", str(config), "--queries", str(queries),
+                 "--out", str(folder / "out.jsonl"), "--previous", str(previous),
+                 "--snapshot", str(snapshot), "--summary", str(summary)]) == 0
+    return snapshot, json.loads(summary.read_text())["counts"]
+
+
+def _by_id(path: Path) -> dict[str, dict]:
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    return {line["query_id"]: line for line in lines}
+
+
+@pytest.fixture
+def night(tmp_path: Path) -> tuple[Path, Path]:
+    """A config of a store in `tmp_path` and an empty PREV (the first night)."""
+    config = tmp_path / "config.yaml"
+    config.write_text(f"search:\n  embedded:\n    path: {tmp_path / 'store'}\n"
+                      f"embedder:\n  dim: {DIM}\nrag:\n  retrieve-k: 10\n  return-n: 3\n")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    return config, empty
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_continued_run_equals_a_full_run_after_random_changes(
+        night: tuple[Path, Path], tmp_path: Path, seed: int) -> None:
+    config, empty = night
+    rng = np.random.default_rng(seed)
+    records = _records(rng, DOCS * PER_DOC, start=0)
+    _index(config, _write(tmp_path / "chunks1.jsonl", records))
+    standing = _queries(rng, 60, "q")
+    first, _ = _run(config, _write(tmp_path / "q1.jsonl", standing), tmp_path / "n1", empty)
+    assert Path(f"{first}{STATE_SUFFIX}").is_dir()
+
+    each = int(MAX_CHANGED_SHARE * len(records)) // 3
+    _index(config, _write(tmp_path / "chunks2.jsonl", _changed(rng, records, each)))
+    tonight = standing[5:] + _queries(rng, 5, "new")
+    tonight[0] = {**tonight[0], "filters": {"parity": 1}}
+    queries = _write(tmp_path / "q2.jsonl", tonight)
+    continued, counts = _run(config, queries, tmp_path / "n2", first)
+    full, _ = _run(config, queries, tmp_path / "full", empty)
+
+    assert _by_id(continued) == _by_id(full)
+    assert counts["full_new_query"] == 5 and counts["full_query_changed"] == 1
+    assert counts["queries_continued"] + counts["full_candidates_ran_out"] == 54
+    assert counts["queries_continued"] > 40 and counts["continued_unchanged"] > 0
+    assert counts["delta_chunks"] == 3 * each
+    texts = sum(1 for q in tonight if "text" in q)
+    assert counts["texts_embedded"] == 1  # the one new text query, of these `texts`
+    assert texts > 1
+
+
+def test_a_night_after_a_continued_one_continues_from_its_state(
+        night: tuple[Path, Path], tmp_path: Path) -> None:
+    config, empty = night
+    rng = np.random.default_rng(9)
+    records = _records(rng, DOCS * PER_DOC, start=0)
+    _index(config, _write(tmp_path / "chunks1.jsonl", records))
+    queries = _write(tmp_path / "q.jsonl", _queries(rng, 40, "q"))
+    previous, _ = _run(config, queries, tmp_path / "n1", empty)
+    for night_number in (2, 3, 4):
+        records = _changed(rng, records, 4)
+        _index(config, _write(tmp_path / f"chunks{night_number}.jsonl", records))
+        previous, counts = _run(config, queries, tmp_path / f"n{night_number}", previous)
+        full, _ = _run(config, queries, tmp_path / f"full{night_number}", empty)
+        assert _by_id(previous) == _by_id(full)
+        assert counts["queries_continued"] > 0 and counts["texts_embedded"] == 0
+
+
+def test_a_query_that_lost_more_than_its_margin_is_recalled_and_still_exact(
+        night: tuple[Path, Path], tmp_path: Path) -> None:
+    config, empty = night
+    rng = np.random.default_rng(5)
+    records = _records(rng, DOCS * PER_DOC, start=0)
+    _index(config, _write(tmp_path / "chunks1.jsonl", records))
+    target = np.asarray(records[0].vector)
+    queries = _write(tmp_path / "q.jsonl", [{"id": "near", "vector": target.tolist()},
+                                            {"id": "far", "vector": (-target).tolist()}])
+    previous, _ = _run(config, queries, tmp_path / "n1", empty)
+    nearest = np.argsort(-np.asarray([r.vector for r in records]) @ target)[:14]
+    left = [r for n, r in enumerate(records) if n not in set(nearest.tolist())]
+    _index(config, _write(tmp_path / "chunks2.jsonl", left))
+    continued, counts = _run(config, queries, tmp_path / "n2", previous)
+    full, _ = _run(config, queries, tmp_path / "full", empty)
+    assert _by_id(continued) == _by_id(full)
+    assert counts["full_candidates_ran_out"] == 1 and counts["queries_continued"] == 1
