@@ -45,10 +45,10 @@ def changes_between(previous: ChunkTable, current: ChunkTable) -> StoreChanges |
     return StoreChanges(removed, entered)
 
 
-def keep_chunk_table(version: Path, folder: Path) -> None:
-    """Copies the chunk table of the store version in `version` into `folder` (a run's state),
-    so that the next run can tell what changed after this version is gone."""
-    ChunkTable.of_version(version).write(folder / STATE_CHUNKS_FILE)
+def keep_chunk_table(chunks: ChunkTable, folder: Path) -> None:
+    """Writes the chunk table of the store version a run read into `folder` (its state), so
+    that the next run can tell what changed after this version is gone."""
+    chunks.write(folder / STATE_CHUNKS_FILE)
 
 
 def kept_chunk_table(folder: Path) -> ChunkTable:

@@ -16,6 +16,7 @@ from typing import Any
 
 from connectors import events
 from connectors.chunk_writer_port import ChunkTarget
+from connectors.embedded.chunk_table import ChunkTable
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo, EmbedderPort
 from connectors.embedders import hashing, sentence_transformer
 from connectors.embedders.hashing import HashingEmbedder
@@ -50,12 +51,16 @@ class Backend:
     """What a run's manifest records of it (no secret)."""
     counters: tuple[str, ...] = ()
     """The counters of its own that a run's summary reports."""
+    chunk_table: Callable[[Path], ChunkTable] | None = None
+    """The chunk table (ids and fingerprints) of a store version, from which a run tells what
+    changed since PREV's (None: its runs are never continued from PREV's state)."""
 
 
 EMBEDDED = Backend(
     "embedded", "the embedded store", embedded_backend.port_factory,
     embedded_backend.pinned_port_factory, embedded_backend.chunk_target,
-    embedded_backend.display_name, embedded_backend.identity, embedded_backend.described)
+    embedded_backend.display_name, embedded_backend.identity, embedded_backend.described,
+    chunk_table=ChunkTable.of_version)
 ELASTICSEARCH = Backend(
     "elasticsearch", "the Elasticsearch index", elasticsearch_backend.port_factory,
     elasticsearch_backend.pinned_port_factory, elasticsearch_backend.chunk_target,

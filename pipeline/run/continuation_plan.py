@@ -11,6 +11,7 @@ from typing import Any
 
 from connectors.embedded.changes import StoreChanges, changes_between, kept_chunk_table
 from connectors.embedded.chunk_table import ChunkTable
+from pipeline.config.backends import backend_of
 from pipeline.config.settings import Settings
 from pipeline.io.run_io import RunIO
 from pipeline.run.state_files import StateFolder, settings_fingerprint
@@ -39,6 +40,13 @@ class ContinuationPlan:
     continues: Continued | None = None
     refused: str | None = None
     first_night: bool = False
+    chunks: ChunkTable | None = None
+    """The chunk table of the store version the run reads, when it keeps state."""
+
+    def start(self, settings: Settings, version: Path | None) -> None:
+        """Starts the state this run keeps, if any (see `StateFolder.start`)."""
+        if self.keeps is not None and self.chunks is not None and version is not None:
+            self.keeps.start(settings, version, self.chunks)
 
     @property
     def full_counter(self) -> str:
@@ -62,37 +70,43 @@ def plan_continuation(settings: Settings, io: RunIO, version: Path | None,
     dense recall (`version` is the store version it reads); it continues from PREV's state
     when `previous_manifest` (PREV's run's) names one that matches, of the same settings, and
     the store changed by at most `MAX_CHANGED_SHARE` since."""
+    backend = backend_of(settings)
     why_not = _why_not_kept(settings, version)
     keeps = None if why_not or io.snapshot is None else StateFolder.of_snapshot(
         io.snapshot.location)
+    current = None
+    if not why_not and (keeps is not None or io.previous is not None):
+        assert version is not None and backend.chunk_table is not None
+        current = backend.chunk_table(version)
     if io.previous is None:
-        return ContinuationPlan(keeps)
+        return ContinuationPlan(keeps, chunks=current)
     if why_not:
         return _refused(keeps, why_not)
     if previous_manifest is None:
-        return ContinuationPlan(keeps, None, "--previous is empty (a first night)", True)
+        return ContinuationPlan(keeps, None, "--previous is empty (a first night)", True,
+                                current)
     folder = StateFolder.of_snapshot(io.previous.location)
     mismatch = folder.matches(previous_manifest.get("state"))
     if mismatch:
-        return _refused(keeps, mismatch)
+        return _refused(keeps, mismatch, current)
     if folder.settings_sha256() != settings_fingerprint(settings):
         return _refused(keeps, "the settings differ from PREV's run (rag, projection, "
-                               "embedder or index)")
-    assert version is not None
-    current = ChunkTable.of_version(version)
+                               "embedder or index)", current)
+    assert current is not None
     changes = changes_between(kept_chunk_table(folder.path), current)
     if isinstance(changes, str):
-        return _refused(keeps, changes)
+        return _refused(keeps, changes, current)
     if changes.chunks > MAX_CHANGED_SHARE * max(len(current), 1):
         return _refused(keeps, f"the store changed by {changes.chunks} chunks since PREV, more "
-                               f"than {MAX_CHANGED_SHARE:.0%} of its {len(current)}")
+                               f"than {MAX_CHANGED_SHARE:.0%} of its {len(current)}", current)
     _log.info("continuing from %s: %d chunks changed since", folder.path, changes.chunks)
-    return ContinuationPlan(keeps, Continued(folder, changes))
+    return ContinuationPlan(keeps, Continued(folder, changes), chunks=current)
 
 
 def _why_not_kept(settings: Settings, version: Path | None) -> str | None:
-    if settings.search.backend != "embedded" or version is None:
-        return "only the embedded store's runs are continued (not Elasticsearch)"
+    backend = backend_of(settings)
+    if backend.chunk_table is None or version is None:
+        return f"runs on {backend.noun} are not continued (only the embedded store's are)"
     if settings.rag.recall.mode != "dense":
         return (f"rag.recall.mode={settings.rag.recall.mode}: BM25 scores move with any "
                 "change of the store")
@@ -101,6 +115,7 @@ def _why_not_kept(settings: Settings, version: Path | None) -> str | None:
     return None
 
 
-def _refused(keeps: StateFolder | None, why: str) -> ContinuationPlan:
+def _refused(keeps: StateFolder | None, why: str, chunks: ChunkTable | None = None
+             ) -> ContinuationPlan:
     _log.info("every query is answered in full: %s", why)
-    return ContinuationPlan(keeps, None, why)
+    return ContinuationPlan(keeps, None, why, chunks=chunks)

@@ -10,7 +10,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from connectors.embedded.changes import keep_chunk_table
 from connectors.embedder_port import EmbedderFactory
 from connectors.search_port import PortFactory
 from pipeline.config.backends import (
@@ -81,9 +80,7 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
         remove_manifests(io.manifests)
         started, began = time.monotonic(), _now()
         plan = plan_continuation(settings, io, version, previous)
-        if plan.keeps is not None and version is not None:
-            plan.keeps.start(settings, version)
-            keep_chunk_table(version, plan.keeps.path)
+        plan.start(settings, version)
         pipeline = job_pipeline(options)
         build_pipeline(pipeline, settings, io, port_factory=port_factory,
                        embedder_factory=embedder_factory, embedder_refusal=refusal, plan=plan)

@@ -23,6 +23,8 @@ import apache_beam as beam
 import pyarrow as pa
 
 from connectors.embedded.changes import STATE_CHUNKS_FILE as CHUNKS_FILE
+from connectors.embedded.changes import keep_chunk_table
+from connectors.embedded.chunk_table import ChunkTable
 from core.file_digest import file_sha256
 from pipeline.config.settings import Settings
 from pipeline.io.json_file import write_json_file
@@ -70,13 +72,14 @@ class StateFolder:
     def queries(self) -> str:
         return str(self.path / QUERIES_FILE)
 
-    def start(self, settings: Settings, version: Path) -> None:
+    def start(self, settings: Settings, version: Path, chunks: ChunkTable) -> None:
         """Empties the folder (an earlier run's state of this snapshot) and writes what the
-        driver knows: the settings fingerprint and the store version. The chunk table is
-        written by the caller, the queries by the run."""
+        driver knows: the settings fingerprint, the store version and its chunk table
+        (`chunks`). The queries are written by the run."""
         if self.path.is_dir():
             shutil.rmtree(self.path)
         self.path.mkdir(parents=True)
+        keep_chunk_table(chunks, self.path)
         write_json_file(str(self.path / SETTINGS_FILE),
                         {"format": FORMAT, "settings_sha256": settings_fingerprint(settings),
                          "store_version": version.name}, sort_keys=True)
