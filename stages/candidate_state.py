@@ -7,6 +7,8 @@ import hashlib
 import json
 from collections.abc import Sequence
 
+import numpy as np
+
 from connectors.search_port import ChunkHits
 from stages.models import EmbeddedQuery, Query, QueryHits, QueryState, RecalledList
 
@@ -29,11 +31,20 @@ def asked_width(retrieve_k: int) -> int:
 
 
 def query_fingerprint(query: Query) -> str:
-    """SHA-256 of what a query searches with: text, vectors and filters (not its id)."""
-    searched = {"text": query.text, "vector": query.vector, "vectors": query.vectors,
-                "filters": query.filters}
-    return hashlib.sha256(json.dumps(searched, sort_keys=True, ensure_ascii=False,
-                                     default=str).encode("utf-8", "surrogatepass")).hexdigest()
+    """SHA-256 of what a query searches with: text, vectors (their float64 bytes) and filters
+    (canonical JSON); not its id."""
+    sha = hashlib.sha256()
+    parts = [(query.text or "").encode("utf-8", "surrogatepass") if query.text is not None
+             else b"\x00",
+             *(np.asarray(v, dtype=np.float64).tobytes() if v is not None else b"\x00"
+               for v in (query.vector, *(query.vectors or ()))),
+             b"|" * len(query.vectors or ()),
+             json.dumps(query.filters, sort_keys=True, ensure_ascii=False,
+                        default=str).encode("utf-8", "surrogatepass")]
+    for part in parts:
+        sha.update(len(part).to_bytes(8, "little"))
+        sha.update(part)
+    return sha.hexdigest()
 
 
 def recalled_list(reason: str, hits: ChunkHits, asked: int, bound: float = NO_BOUND

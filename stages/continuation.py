@@ -34,7 +34,6 @@ from stages.candidate_state import (
     asked_width,
     head,
     joined,
-    query_fingerprint,
     recalled_list,
 )
 from stages.models import Continuation, QueryHits, RecalledList
@@ -50,6 +49,9 @@ UNCHANGED = "unchanged"
 """The tag of the previous results that stand (`QueryResult`)."""
 RECALL = "recall"
 """The tag of the queries to recall from the whole store (`EmbeddedQuery`)."""
+PREVIOUS = "previous"
+"""The tag of the previous results of the queries that moved or are recalled (`QueryResult`):
+what their new results are compared with."""
 
 Outcome = QueryHits | pvalue.TaggedOutput
 
@@ -78,7 +80,7 @@ def continue_batch(batch: Sequence[Continuation], port: KnowledgeSearchPort,
     at = 0
     for item, lists in zip(batch, planned, strict=True):
         if lists is None:
-            answered.append(_recall(item, counters.FULL_QUERY_CHANGED))
+            answered += _recall(item, counters.FULL_QUERY_CHANGED)
             continue
         found = outcomes[at:at + len(lists)]
         at += len(lists)
@@ -88,10 +90,9 @@ def continue_batch(batch: Sequence[Continuation], port: KnowledgeSearchPort,
 
 def _lists_in_order(item: Continuation, max_sub_queries: int
                     ) -> list[tuple[RecalledList, tuple[float, ...]]] | None:
-    """The kept list and vector of each of the query's sub-queries, or None when the state
-    is not of this query (its fingerprint or sub-queries differ)."""
-    if query_fingerprint(item.query) != item.state.fingerprint:
-        return None
+    """The kept list and vector of each of the query's sub-queries, or None when the state's
+    sub-queries are not the query's (a continuation is made only of a query whose fingerprint
+    is its state's: see `pipeline.run.continued_queries`)."""
     subs = resolve_sub_queries(item.embedded, "dense", max_sub_queries)
     if isinstance(subs, RagEvidenceError):
         return None
@@ -127,13 +128,13 @@ def _answer(item: Continuation, kept: list[RecalledList],
     same = True
     for old, hits in zip(kept, found, strict=True):
         if isinstance(hits, KnowledgeSearchError):
-            return [_recall(item, counters.FULL_CONTINUE_FAILED)]
+            return _recall(item, counters.FULL_CONTINUE_FAILED)
         made = recalled_list(old.reason, hits, asked, old.bound)
         if made is None:
-            return [_recall(item, counters.FULL_CONTINUE_FAILED)]
+            return _recall(item, counters.FULL_CONTINUE_FAILED)
         state, held = made
         if held < retrieve_k and state.bound != NO_BOUND:
-            return [_recall(item, counters.FULL_RAN_OUT)]
+            return _recall(item, counters.FULL_RAN_OUT)
         top = head(hits, min(held, retrieve_k))
         lists.append((old.reason, top))
         states.append(state)
@@ -142,9 +143,11 @@ def _answer(item: Continuation, kept: list[RecalledList],
     counters.count(counters.QUERIES_CONTINUED)
     if same:
         counters.count(counters.CONTINUED_UNCHANGED)
+        counters.count(counters.EVIDENCE_UNCHANGED)
         return [pvalue.TaggedOutput(UNCHANGED, item.previous),
                 pvalue.TaggedOutput(STATE, new_state)]
-    return [joined(item.query.id, lists), pvalue.TaggedOutput(STATE, new_state)]
+    return [joined(item.query.id, lists), pvalue.TaggedOutput(STATE, new_state),
+            pvalue.TaggedOutput(PREVIOUS, item.previous)]
 
 
 def _same_top(old: RecalledList, top: ChunkHits, removed: frozenset[str], retrieve_k: int
@@ -156,9 +159,10 @@ def _same_top(old: RecalledList, top: ChunkHits, removed: frozenset[str], retrie
             and not any(i in removed for i in before))
 
 
-def _recall(item: Continuation, reason: str) -> pvalue.TaggedOutput:
+def _recall(item: Continuation, reason: str) -> list[Outcome]:
     counters.count(reason)
-    return pvalue.TaggedOutput(RECALL, item.embedded)
+    return [pvalue.TaggedOutput(RECALL, item.embedded),
+            pvalue.TaggedOutput(PREVIOUS, item.previous)]
 
 
 class _ContinueDoFn(OwningDoFn[KnowledgeSearchPort], GuardedDoFn):
@@ -175,7 +179,8 @@ class _ContinueDoFn(OwningDoFn[KnowledgeSearchPort], GuardedDoFn):
             port = self.owned()
         except KnowledgeSearchError as error:
             _log.warning("search port unavailable (the batch is recalled instead): %s", error)
-            yield from (_recall(item, counters.FULL_CONTINUE_FAILED) for item in batch)
+            for item in batch:
+                yield from _recall(item, counters.FULL_CONTINUE_FAILED)
             return
         yield from continue_batch(batch, port, self._removed, self._entered,
                                   self._retrieve_k, self._max_sub_queries)
@@ -184,9 +189,10 @@ class _ContinueDoFn(OwningDoFn[KnowledgeSearchPort], GuardedDoFn):
 class Continue(HandlesErrors,
                beam.PTransform[beam.PCollection[Continuation], pvalue.DoOutputsTuple]):
     """Continuation -> QueryHits (main `hits`, cut to `retrieve_k`), QueryState (tag `state`),
-    the previous QueryResult that stands (tag `unchanged`) and EmbeddedQuery to recall in full
-    (tag `recall`); see the module. `removed` and `entered` are the store's changes since the
-    state was kept (ids).
+    the previous QueryResult that stands (tag `unchanged`, counted as evidence_unchanged),
+    EmbeddedQuery to recall in full (tag `recall`), and the previous QueryResult of each query
+    that did not stand (tag `previous`); see the module. `removed` and `entered` are the
+    store's changes since the state was kept (ids).
 
     Usage::
 
@@ -204,4 +210,4 @@ class Continue(HandlesErrors,
         batches = items | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
                                                         max_batch_size=self._batch_size)
         return self._guarded_step(batches, "SearchChanges", self._fn, main="hits",
-                                  tags=(STATE, UNCHANGED, RECALL))
+                                  tags=(STATE, UNCHANGED, RECALL, PREVIOUS))

@@ -19,7 +19,13 @@ from pipeline.io.run_io import RunIO
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
 from pipeline.run.changed_only import KeepChanged
 from pipeline.run.continuation_plan import ContinuationPlan
-from pipeline.run.continued_queries import FULL, SplitContinued, counted_in_full
+from pipeline.run.continued_queries import (
+    COMPARE,
+    FULL,
+    GONE,
+    SplitContinued,
+    counted_in_full,
+)
 from pipeline.run.evidence_transform import ContinueFrom, EvidenceTransform
 from pipeline.run.query_parse import ParseQueries
 from pipeline.run.repeated_ids import RepeatedQueryIds
@@ -57,7 +63,7 @@ def build_pipeline(
               | "Parse" >> ParseQueries(repeated_ids).with_error_handler(errors))
     previous = None if io.previous is None else (
         pipeline | "ReadPrevious" >> io.previous.read_transform())
-    queries, continues = parsed.queries, None
+    queries, continues, split = parsed.queries, None, None
     if plan.continues is not None and previous is not None:
         states = pipeline | "ReadState" >> ReadState(plan.continues.folder)
         split = queries | "SplitContinued" >> SplitContinued(states, previous)
@@ -79,11 +85,22 @@ def build_pipeline(
     total = io.queries.count() if io.queries.counts_cheaply or sys.stderr.isatty() else None
     results = evidence.results | "Progress" >> LogProgress("queries answered", total)
     if io.snapshot is not None:
-        results | "Snapshot" >> _WriteCopy(io.snapshot, errors)
+        copied = results
+        if evidence.unchanged is not None:
+            copied = (results, evidence.unchanged) | "AllResults" >> beam.Flatten()
+        copied | "Snapshot" >> _WriteCopy(io.snapshot, errors)
     if previous is not None:
-        changed = results | "KeepChanged" >> KeepChanged(previous)
+        if split is not None and evidence.previous is not None:
+            # the continued queries' results that stood were counted and need no comparing
+            compared_with = ((split[COMPARE], evidence.previous)
+                             | "ComparedWith" >> beam.Flatten())
+            changed = results | "KeepChanged" >> KeepChanged(compared_with)
+            gone = (changed.gone, split[GONE]) | "AllGone" >> beam.Flatten()
+        else:
+            changed = results | "KeepChanged" >> KeepChanged(previous)
+            gone = changed.gone
         results = changed.results
-        (changed.gone
+        (gone
          | "GoneJson" >> beam.Map(lambda query_id: json.dumps({"query_id": query_id}))
          | "WriteGone" >> WriteToSingleFile(io.gone, TextLines()))
     dead_letters = [parsed.dead_letter, evidence.dead_letters]

@@ -17,15 +17,24 @@ from stages.support import counters
 
 FULL = "full"
 """The tag of the queries answered in full (`Query`)."""
+COMPARE = "compare"
+"""The tag of the previous results that a new result is compared with (`QueryResult`)."""
+GONE = "gone"
+"""The tag of PREV's query ids that this run has no query for (`str`)."""
 
 
 def triaged(joined: tuple[str, Mapping[str, Iterable[Any]]]
             ) -> Iterator[Continuation | pvalue.TaggedOutput]:
     """One id's query, state and previous result -> the query continued, or to `FULL`,
-    counted by why: new (no state or no previous result), or changed since."""
-    _, sides = joined
+    counted by why: new (no state or no previous result), or changed since; the previous
+    result of a query answered in full to `COMPARE`; an id only PREV has to `GONE`."""
+    query_id, sides = joined
+    queries = list(sides["query"])
     states, previous = list(sides["state"]), list(sides["previous"])
-    for query in sides["query"]:
+    if not queries and previous:
+        counters.count(counters.PREVIOUS_GONE)
+        yield pvalue.TaggedOutput(GONE, query_id)
+    for query in queries:
         state = states[0] if len(states) == 1 and len(previous) == 1 else None
         if state is None:
             counters.count(counters.FULL_NEW_QUERY)
@@ -36,16 +45,18 @@ def triaged(joined: tuple[str, Mapping[str, Iterable[Any]]]
             yield Continuation(EmbeddedQuery(query, state.text_vector), state, previous[0])
             continue
         yield pvalue.TaggedOutput(FULL, query)
+        yield from (pvalue.TaggedOutput(COMPARE, result) for result in previous)
 
 
 class SplitContinued(beam.PTransform[beam.PCollection[Query], pvalue.DoOutputsTuple]):
     """Query -> Continuation (main `continued`) and Query (tag `full`), given PREV's `states`
-    and `previous` results.
+    and `previous` results; also the previous results of the queries answered in full (tag
+    `compare`) and PREV's ids with no query (tag `gone`).
 
     Usage::
 
         split = queries | SplitContinued(states, previous_results)
-        split.continued, split.full
+        split.continued, split.full, split.compare, split.gone
     """
 
     def __init__(self, states: beam.PCollection[QueryState],
@@ -60,7 +71,8 @@ class SplitContinued(beam.PTransform[beam.PCollection[Query], pvalue.DoOutputsTu
             "previous": self._previous | "KeyPrevious" >> beam.Map(lambda r: (r.query_id, r))}
         return (keyed
                 | "JoinByQueryId" >> beam.CoGroupByKey()
-                | "Triage" >> beam.FlatMap(triaged).with_outputs(FULL, main="continued"))
+                | "Triage" >> beam.FlatMap(triaged).with_outputs(FULL, COMPARE, GONE,
+                                                                 main="continued"))
 
 
 def counted_in_full(query: Query, counter: str) -> Query:

@@ -12,7 +12,7 @@ from core.errors import RagEvidenceError
 from pipeline.config.backends import embedder_tag
 from pipeline.config.settings import Settings
 from pipeline.run.chain import candidate_chain
-from stages.continuation import RECALL, UNCHANGED, Continue
+from stages.continuation import PREVIOUS, RECALL, UNCHANGED, Continue
 from stages.embed import EmbedQueries, not_embedded
 from stages.fetch_content import FetchContent
 from stages.identity import IdentityNormalize
@@ -35,6 +35,10 @@ class EvidenceOutputs(NamedTuple):
     dead_letters: beam.PCollection[DeadLetter]
     state: beam.PCollection[QueryState] | None = None
     """With `keeps_state`: what each query keeps for the next run."""
+    unchanged: beam.PCollection[QueryResult] | None = None
+    """With `continues`: the previous results that stand (not in `results`)."""
+    previous: beam.PCollection[QueryResult] | None = None
+    """With `continues`: the previous results of the continued queries that did not stand."""
 
 
 class ContinueFrom(NamedTuple):
@@ -55,8 +59,9 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
 
     With `keeps_state`, it also outputs what each query keeps for the next run (`state`);
     `continues` adds the queries continued from PREV's state (see `stages.continuation`):
-    their hits join the others' at IdentityNormalize, their unchanged results the others'
-    results, and those that ran out are recalled with the others.
+    their hits join the others' at IdentityNormalize, those that ran out are recalled with the
+    others, and the previous results that stand come out apart (`unchanged`), as do the
+    previous results of the others (`previous`), to compare the new ones with.
 
     Usage::
 
@@ -121,7 +126,7 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
         if self._keeps_state:
             states = [recalled[STATE], *([continued[STATE]] if continued is not None else [])]
             state = tuple(states) | "AllStates" >> beam.Flatten()
-        if continued is not None:
-            results = (results, continued[UNCHANGED]) | "AllResults" >> beam.Flatten()
-        return EvidenceOutputs(results, tuple(dead_letters)
-                               | "EvidenceDeadLetters" >> beam.Flatten(), state)
+        return EvidenceOutputs(
+            results, tuple(dead_letters) | "EvidenceDeadLetters" >> beam.Flatten(), state,
+            None if continued is None else continued[UNCHANGED],
+            None if continued is None else continued[PREVIOUS])

@@ -5,6 +5,7 @@ query, while it searches only what changed and embeds no unchanged text."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -124,6 +125,11 @@ def test_a_continued_run_equals_a_full_run_after_random_changes(
     full, _ = _run(config, queries, tmp_path / "full", empty)
 
     assert _by_id(continued) == _by_id(full)
+    assert counts["previous_gone"] == 5 and counts["evidence_new"] == 5
+    assert counts["evidence_unchanged"] + counts["evidence_changed"] == 55
+    assert counts["results"] == 5 + counts["evidence_changed"]
+    gone = (tmp_path / "n2" / "out.jsonl.gone.jsonl").read_text().splitlines()
+    assert sorted(json.loads(x)["query_id"] for x in gone) == [f"q{n}" for n in range(5)]
     assert counts["full_new_query"] == 5 and counts["full_query_changed"] == 1
     assert counts["queries_continued"] + counts["full_candidates_ran_out"] == 54
     assert counts["queries_continued"] > 40 and counts["continued_unchanged"] > 0
@@ -131,6 +137,13 @@ def test_a_continued_run_equals_a_full_run_after_random_changes(
     texts = sum(1 for q in tonight if "text" in q)
     assert counts["texts_embedded"] == 1  # the one new text query, of these `texts`
     assert texts > 1
+
+    shutil.rmtree(f"{first}{STATE_SUFFIX}")
+    _, compared = _run(config, queries, tmp_path / "compared", first)
+    assert compared["full_not_continuable"] == 60 and compared["queries_continued"] == 0
+    assert _by_id(tmp_path / "compared" / "out.jsonl") == _by_id(tmp_path / "n2" / "out.jsonl")
+    manifest = json.loads((tmp_path / "compared" / "snapshot.jsonl.manifest.json").read_text())
+    assert "is missing" in manifest["continuation"]["answered_in_full"]
 
 
 def test_a_night_after_a_continued_one_continues_from_its_state(

@@ -1,0 +1,114 @@
+"""A night's run continued from the previous night's state, against a full run (issue 32).
+
+Builds (in --work) a clustered flat store (default 100k chunks x 384 dims) and a Parquet file of
+standing vector queries (default 100k), and runs `rag-evidence run` in child processes:
+1. night 1: `--previous EMPTY --snapshot S1` (a full run that keeps its state);
+2. changes 1% of the store through `index`'s own writer (a third rewritten, a third deleted,
+   a third added);
+3. night 2, full: `--previous EMPTY --snapshot F2` (the baseline, same day, same store);
+4. night 2, continued: `--previous S1 --snapshot S2`;
+5. a run with no `--previous` and no `--snapshot` (what keeping state costs a full run).
+Prints wall seconds and peak RSS of each, the ratio continued / full, the continued run's
+counters, and the number of queries whose snapshot line differs between S2 and F2 (must be 0).
+
+    python bench/continued_run.py [--chunks 100000] [--queries 100000] [--work /tmp/continued]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from affected_queries import change
+from bulk_scale import build_store, query_vectors
+
+DIM = 384
+ROW_GROUP = 50_000
+
+
+def write_queries(path: Path, count: int) -> None:
+    schema = pa.schema([("id", pa.string()), ("vector", pa.list_(pa.float32()))])
+    vectors = query_vectors(count, DIM)
+    with pq.ParquetWriter(str(path), schema) as writer:
+        for start in range(0, count, ROW_GROUP):
+            block = vectors[start:start + ROW_GROUP]
+            writer.write_table(pa.table({
+                "id": [f"q{i}" for i in range(start, start + len(block))],
+                "vector": pa.FixedSizeListArray.from_arrays(
+                    pa.array(block.reshape(-1)), DIM).cast(pa.list_(pa.float32()))},
+                schema=schema))
+
+
+def run(store: Path, queries: Path, out: Path, *flags: str) -> tuple[float, int, dict]:
+    """`rag-evidence run` in a child: seconds, its own peak RSS in MiB, its summary's
+    counts."""
+    summary = out.with_suffix(".summary.json")
+    started = time.perf_counter()
+    child = subprocess.Popen([sys.executable, "-m", "pipeline.cli.main", "run", "--queries",
+                              str(queries), "--out", str(out), "--summary", str(summary),
+                              "--set", f"search.embedded.path={store}", *flags],
+                             stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    seconds = time.perf_counter() - started
+    if child.returncode != 0:
+        raise SystemExit(f"run {flags} exited {child.returncode}")
+    return seconds, usage.ru_maxrss // 1024, json.loads(summary.read_text())["counts"]
+
+
+def lines_by_id(path: Path) -> dict[str, str]:
+    with open(path, encoding="utf-8") as lines:
+        return {json.loads(line)["query_id"]: line for line in lines}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=100_000)
+    parser.add_argument("--share", type=float, default=0.01)
+    parser.add_argument("--work", default="/tmp/continued")
+    args = parser.parse_args()
+    work = Path(args.work)
+    store = work / "store"
+    if store.exists():
+        raise SystemExit(f"{store} exists: the bench changes its store; remove it first")
+    build_store(store, args.chunks, DIM, "flat")
+    queries, empty = work / "queries.parquet", work / "empty.jsonl"
+    write_queries(queries, args.queries)
+    empty.write_text("")
+    night1 = run(store, queries, work / "n1.jsonl", "--previous", str(empty),
+                 "--snapshot", str(work / "s1.jsonl"))
+    change(store, args.chunks, args.share)
+    full = run(store, queries, work / "full.jsonl", "--previous", str(empty),
+               "--snapshot", str(work / "f2.jsonl"))
+    continued = run(store, queries, work / "n2.jsonl", "--previous", str(work / "s1.jsonl"),
+                    "--snapshot", str(work / "s2.jsonl"))
+    plain = run(store, queries, work / "plain.jsonl")
+    expected, got = lines_by_id(work / "f2.jsonl"), lines_by_id(work / "s2.jsonl")
+    differ = sum(1 for query_id, line in expected.items() if got.get(query_id) != line)
+    print(f"store {args.chunks} x {DIM} flat, {args.queries} standing vector queries, "
+          f"{args.share:.0%} of the store changed")
+    for name, (seconds, peak, _) in (("night 1 (full, keeps state)", night1),
+                                     ("night 2 full (baseline)", full),
+                                     ("night 2 continued", continued),
+                                     ("full run keeping no state", plain)):
+        print(f"{name:>30}: {seconds:7.1f} s, peak RSS {peak} MiB")
+    counts = continued[2]
+    print(f"ratio continued / full: {continued[0] / full[0]:.3f}; keeping state / keeping "
+          f"none: {full[0] / plain[0]:.3f}")
+    print("continued run: " + ", ".join(f"{name} {counts.get(name, 0)}" for name in (
+        "queries_continued", "continued_unchanged", "full_new_query", "full_query_changed",
+        "full_candidates_ran_out", "full_continue_failed", "delta_chunks", "texts_embedded")))
+    print(f"snapshot lines that differ from the full run's: {differ} of {len(expected)} "
+          "(must be 0)")
+
+
+if __name__ == "__main__":
+    main()
