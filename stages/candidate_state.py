@@ -67,6 +67,15 @@ def recalled_list(reason: str, hits: ChunkHits, asked: int, bound: float = NO_BO
 _NONE = ChunkHits([], [], [], [], [])
 
 
+def _float32_exact(vector: Sequence[float] | None) -> bool:
+    """Whether a text's vector is kept exactly as float32 (every embedder of ours gives
+    float32; the state keeps no vector it would round)."""
+    if vector is None:
+        return True
+    values = np.asarray(vector, dtype=np.float64)
+    return bool(np.array_equal(values.astype(np.float32).astype(np.float64), values))
+
+
 def head(hits: ChunkHits, n: int) -> ChunkHits:
     """The first `n` of `hits`."""
     return ChunkHits(hits.ids[:n], hits.scores[:n], hits.identities[:n], hits.contents[:n],
@@ -104,8 +113,8 @@ def kept_state(embedded: EmbeddedQuery, reasons: Sequence[str], hits: QueryHits,
                retrieve_k: int) -> tuple[QueryHits, QueryState | None]:
     """A query recalled `asked_width(retrieve_k)` deep by the sub-queries `reasons` -> its
     hits cut to `retrieve_k` per sub-query (what the chain sees, as a run that keeps nothing
-    recalls) and what it keeps (None when a hit has no id: such a query is answered in full
-    next time)."""
+    recalls) and what it keeps (None when a hit has no id, or its text's vector is not exact
+    in float32: such a query is answered in full next time)."""
     found_by = dict(by_reason(hits))
     lists, kept = [], []
     for reason in reasons:
@@ -114,7 +123,7 @@ def kept_state(embedded: EmbeddedQuery, reasons: Sequence[str], hits: QueryHits,
         made = recalled_list(reason, found, asked_width(retrieve_k))
         kept.append(None if made is None else made[0])
     cut = joined(hits.query_id, lists)
-    if any(k is None for k in kept):
+    if any(k is None for k in kept) or not _float32_exact(embedded.text_vector):
         return cut, None
     return cut, QueryState(hits.query_id, query_fingerprint(embedded.query),
                            embedded.text_vector, tuple(kept))  # type: ignore[arg-type]

@@ -40,7 +40,7 @@ SETTINGS_FILE = "state.json"
 FORMAT = 1
 STATE_SCHEMA = pa.schema([
     ("query_id", pa.string()), ("fingerprint", pa.string()),
-    ("text_vector", pa.list_(pa.float64())),
+    ("text_vector", pa.list_(pa.float32())),
     ("lists", pa.list_(pa.struct([("reason", pa.string()), ("ids", pa.list_(pa.string())),
                                   ("scores", pa.list_(pa.float64())),
                                   ("bound", pa.float64())])))])

@@ -180,3 +180,51 @@ def test_a_query_that_lost_more_than_its_margin_is_recalled_and_still_exact(
     full, _ = _run(config, queries, tmp_path / "full", empty)
     assert _by_id(continued) == _by_id(full)
     assert counts["full_candidates_ran_out"] == 1 and counts["queries_continued"] == 1
+
+
+def _two_nights(config: Path, empty: Path, tmp_path: Path, *changes: str
+                ) -> tuple[Path, dict, dict]:
+    rng = np.random.default_rng(3)
+    _index(config, _write(tmp_path / "chunks.jsonl", _records(rng, DOCS * PER_DOC, start=0)))
+    queries = _write(tmp_path / "q.jsonl", _queries(rng, 20, "q"))
+    first, _ = _run(config, queries, tmp_path / "n1", empty)
+    for change in changes:
+        config.write_text(config.read_text() + change)
+    second, counts = _run(config, queries, tmp_path / "n2", first)
+    manifest = json.loads(Path(f"{second}.manifest.json").read_text())
+    return second, counts, manifest
+
+
+def test_a_change_of_settings_answers_every_query_in_full_and_says_why(
+        night: tuple[Path, Path], tmp_path: Path) -> None:
+    config, empty = night
+    _, counts, manifest = _two_nights(config, empty, tmp_path, "projection:\n  max-items: 2\n")
+    assert counts["full_not_continuable"] == 20 and counts["queries_continued"] == 0
+    assert "settings differ" in manifest["continuation"]["answered_in_full"]
+    assert manifest["state"]["folder"].endswith(STATE_SUFFIX)
+
+
+def test_a_state_changed_after_its_run_is_not_trusted(night: tuple[Path, Path],
+                                                      tmp_path: Path) -> None:
+    config, empty = night
+    rng = np.random.default_rng(4)
+    _index(config, _write(tmp_path / "chunks.jsonl", _records(rng, DOCS * PER_DOC, start=0)))
+    queries = _write(tmp_path / "q.jsonl", _queries(rng, 10, "q"))
+    first, _ = _run(config, queries, tmp_path / "n1", empty)
+    state = Path(f"{first}{STATE_SUFFIX}") / "queries.parquet"
+    state.write_bytes(state.read_bytes()[:-10] + b"0123456789")
+    second, counts = _run(config, queries, tmp_path / "n2", first)
+    manifest = json.loads(Path(f"{second}.manifest.json").read_text())
+    assert counts["full_not_continuable"] == 10
+    assert "does not match its manifest" in manifest["continuation"]["answered_in_full"]
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+def test_lexical_and_hybrid_runs_keep_no_state_and_say_why(night: tuple[Path, Path],
+                                                           tmp_path: Path, mode: str) -> None:
+    config, empty = night
+    config.write_text(config.read_text().replace("rag:\n", f"rag:\n  recall:\n    mode: {mode}\n"))
+    second, counts, manifest = _two_nights(config, empty, tmp_path)
+    assert not Path(f"{second}{STATE_SUFFIX}").exists() and "state" not in manifest
+    assert counts["full_not_continuable"] == 20
+    assert "BM25" in manifest["continuation"]["answered_in_full"]

@@ -1,0 +1,69 @@
+"""`ContinuablePort.search_among` on the embedded store: an exact search of a few named chunks
+gives the ids, scores and order a search of the whole store gives them (issue 32)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from connectors.embedded.store import EmbeddedStore
+from connectors.search_port import ChunkHits, SearchRequest
+from tests.builders import chunk_records, embedded_store, unit_vectors
+
+VECTORS = unit_vectors(300, dim=16, seed=4)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> EmbeddedStore:
+    opened = embedded_store(tmp_path_factory.mktemp("among") / "store",
+                            chunk_records(VECTORS, chunks_per_doc=3))()
+    assert isinstance(opened, EmbeddedStore)
+    return opened
+
+
+def _hits(outcome: object) -> ChunkHits:
+    assert isinstance(outcome, ChunkHits)
+    return outcome
+
+
+@pytest.mark.parametrize("filters", [{}, {"parity": 1}])
+def test_among_the_whole_stores_top_it_gives_the_same_hits(store: EmbeddedStore,
+                                                           filters: dict) -> None:
+    rng = np.random.default_rng(1)
+    for query in rng.normal(size=(20, 16)):
+        request = SearchRequest(vector=tuple(query.tolist()), k=40, filters=filters)
+        whole = _hits(store.search_chunks([request])[0])
+        named = list(whole.ids[:40]) + [f"doc{n}#chunk-0" for n in range(0, 90, 7)]
+        rng.shuffle(named)
+        among = _hits(store.search_among([request.model_copy(update={"k": 25})], [named],
+                                         [float("-inf")])[0])
+        assert list(among.ids) == list(whole.ids[:25])
+        assert list(among.scores) == list(whole.scores[:25])
+        assert [ref[1] for ref in among.refs] == [ref[1] for ref in whole.refs[:25]]
+
+
+def test_only_hits_strictly_above_the_bound_are_kept(store: EmbeddedStore) -> None:
+    request = SearchRequest(vector=tuple(VECTORS[0].tolist()), k=30)
+    whole = _hits(store.search_chunks([request])[0])
+    bound = whole.scores[9]
+    among = _hits(store.search_among([request], [list(whole.ids)], [bound])[0])
+    assert list(among.ids) == list(whole.ids[:9])
+
+
+def test_ids_the_store_does_not_hold_and_empty_lists_give_no_hits(store: EmbeddedStore,
+                                                                  tmp_path: Path) -> None:
+    request = SearchRequest(vector=tuple(VECTORS[1].tolist()), k=5)
+    outcomes = store.search_among([request, request], [["nowhere#chunk-0"], []],
+                                  [float("-inf")] * 2)
+    assert [len(_hits(o)) for o in outcomes] == [0, 0]
+
+
+def test_a_vector_of_the_wrong_dimension_fails_its_request_alone(store: EmbeddedStore) -> None:
+    good = SearchRequest(vector=tuple(VECTORS[2].tolist()), k=3)
+    bad = SearchRequest(vector=(1.0, 0.0), k=3)
+    outcomes = store.search_among([bad, good], [["doc0#chunk-0"], ["doc0#chunk-0"]],
+                                  [float("-inf")] * 2)
+    assert not isinstance(outcomes[0], ChunkHits) and "dimension" in str(outcomes[0])
+    assert list(_hits(outcomes[1]).ids) == ["doc0#chunk-0"]
