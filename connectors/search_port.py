@@ -164,15 +164,16 @@ class ContinuablePort(ColumnPort, Protocol):
     """A port that can search a few named chunks exactly: what a run continued from the
     previous night's candidates asks of the store (see `stages.continuation`).
 
-    Contract, besides `ColumnPort`'s: `search_among(requests, among, above)` answers each kNN
-    request exactly, among the chunks whose ids `among[i]` names (ids the store does not hold
-    are passed over) that match its filters, keeping the hits that score strictly above
-    `above[i]`, at most `k`, best first: the same ids, scores and order a search of the whole
-    store gives those chunks.
+    Contract, besides `ColumnPort`'s: `search_among(requests, among, above, shared)` answers
+    each kNN request exactly, among the chunks whose ids `among[i]` or `shared` (the same for
+    every request) name, that match its filters (ids the store does not hold are passed over),
+    keeping the hits that score strictly above `above[i]`, at most `k`, best first: the same
+    ids, scores and order a search of the whole store gives those chunks.
     """
 
     def search_among(self, requests: Sequence[SearchRequest], among: Sequence[Sequence[str]],
-                     above: Sequence[float]) -> list[ChunkOutcome]: ...
+                     above: Sequence[float], shared: Sequence[str] = ()
+                     ) -> list[ChunkOutcome]: ...
 
 
 def can(port: object, method: str) -> bool:

@@ -73,9 +73,9 @@ def continue_batch(batch: Sequence[Continuation], port: KnowledgeSearchPort,
         for kept, vector in lists or ():
             requests.append(SearchRequest.model_construct(
                 vector=vector, text=None, k=asked, filters=item.query.filters))
-            among.append([i for i in kept.ids if i not in removed] + list(entered))
+            among.append([i for i in kept.ids if i not in removed])
             above.append(kept.bound)
-    outcomes = _search_among(port, requests, among, above)
+    outcomes = _search_among(port, requests, among, above, entered)
     answered: list[Outcome] = []
     at = 0
     for item, lists in zip(batch, planned, strict=True):
@@ -103,7 +103,7 @@ def _lists_in_order(item: Continuation, max_sub_queries: int
 
 
 def _search_among(port: KnowledgeSearchPort, requests: list[SearchRequest],
-                  among: list[list[str]], above: list[float]
+                  among: list[list[str]], above: list[float], entered: Sequence[str]
                   ) -> list[ChunkHits | KnowledgeSearchError]:
     if not requests:
         return []
@@ -112,7 +112,7 @@ def _search_among(port: KnowledgeSearchPort, requests: list[SearchRequest],
             requests)
     try:
         continuable: ContinuablePort = port  # type: ignore[assignment]
-        return continuable.search_among(requests, among, above)
+        return continuable.search_among(requests, among, above, entered)
     except KnowledgeSearchError as error:
         _log.warning("continuing a batch of %d requests failed (recalled instead): %s",
                      len(requests), error)

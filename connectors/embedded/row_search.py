@@ -9,7 +9,7 @@ import numpy as np
 
 from connectors.embedded.lexical import LexicalIndex
 from connectors.embedded.metadata_filter import FilterIndex
-from connectors.embedded.top_k import top_rows
+from connectors.embedded.top_k import NO_ROWS, top_rows
 from connectors.embedded.vector_search import (
     SCORE_TOLERANCE,
     exact_neighbours,
@@ -85,32 +85,34 @@ class RowSearch:
                 outcomes[i] = top, _reported(cosines)
 
     def search_among(self, requests: Sequence[SearchRequest], among: Sequence[np.ndarray],
-                     above: Sequence[float]) -> list[RowOutcome]:
-        """Per kNN request, its exact top `k` among the rows `among[i]` only (those that match
-        its filters), keeping only scores strictly above `above[i]` (reported scale), ties by
-        lower row: the same rows and scores a search of the whole store gives them. The batch's
-        rows are scored in float32 at once first (one matrix product), and only those that
-        can clear `above` are scored exactly (`cosines`)."""
+                     above: Sequence[float], shared: np.ndarray = NO_ROWS) -> list[RowOutcome]:
+        """Per kNN request, its exact top `k` among the rows `among[i]` and `shared` only (those
+        that match its filters), keeping only scores strictly above `above[i]` (reported
+        scale), ties by lower row: the same rows and scores a search of the whole store gives
+        them. Rows are scored in float32 first (`shared` for the whole batch in one matrix
+        product), and only those that can clear `above` are scored exactly (`cosines`)."""
         empty = (np.empty(0, np.int64), np.empty(0, np.float32))
         outcomes: list[RowOutcome] = [empty for _ in requests]
         dense = [i for i, r in enumerate(requests)
-                 if r.vector is not None and len(among[i]) and self._fits(r, outcomes, i)]
+                 if r.vector is not None and (len(among[i]) or len(shared))
+                 and self._fits(r, outcomes, i)]
         if not dense:
             return outcomes
         queries, usable = unit_rows([requests[i].vector or () for i in dense])
-        union = np.unique(np.concatenate([among[i] for i in dense]))
-        rough = queries @ np.asarray(self._vectors[union], dtype=np.float32).T
+        rough_shared = queries @ np.asarray(self._vectors[shared], dtype=np.float32).T
         for row, i in enumerate(dense):
             if not usable[row]:
                 outcomes[i] = KnowledgeSearchError(
                     f"vector {NO_DIRECTION}: cosine similarity is undefined")
                 continue
-            rows = np.unique(among[i])
+            own = np.asarray(among[i], dtype=np.int64)
+            rough_own = np.asarray(self._vectors[own], dtype=np.float32) @ queries[row]
+            floor = 2.0 * above[i] - 1.0 - SCORE_TOLERANCE
+            rows = np.unique(np.concatenate([own[rough_own > floor],
+                                             shared[rough_shared[row] > floor]]))
             matching = self._filters.matching_rows(requests[i].filters)
             if matching is not None:
                 rows = np.intersect1d(rows, matching)
-            floor_cosine = 2.0 * above[i] - 1.0
-            rows = rows[rough[row, np.searchsorted(union, rows)] > floor_cosine - SCORE_TOLERANCE]
             top, cosines = subset_neighbours(self._vectors, queries[row], rows, requests[i].k)
             reported = _reported(cosines)
             keep = reported > above[i]

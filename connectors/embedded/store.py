@@ -151,14 +151,16 @@ class EmbeddedStore:
         return self._as_chunks(self._search_rows(requests))
 
     def search_among(self, requests: Sequence[SearchRequest], among: Sequence[Sequence[str]],
-                     above: Sequence[float]) -> list[ChunkOutcome]:
+                     above: Sequence[float], shared: Sequence[str] = ()) -> list[ChunkOutcome]:
         """See `ContinuablePort`: ids this version does not hold are passed over."""
         if self._closed:
             raise KnowledgeSearchError("the embedded store was closed; open it again to search")
+        return self._as_chunks(self._rows.search_among(
+            requests, [self._rows_of(ids) for ids in among], above, self._rows_of(shared)))
+
+    def _rows_of(self, ids: Sequence[str]) -> np.ndarray:
         row_of = self._rows_by_id()
-        rows = [np.fromiter((row_of[i] for i in ids if i in row_of), np.int64)
-                for ids in among]
-        return self._as_chunks(self._rows.search_among(requests, rows, above))
+        return np.fromiter((row for i in ids if (row := row_of.get(i)) is not None), np.int64)
 
     def _rows_by_id(self) -> dict[str, int]:
         if self._row_of_id is None:

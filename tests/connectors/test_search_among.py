@@ -37,8 +37,9 @@ def test_among_the_whole_stores_top_it_gives_the_same_hits(store: EmbeddedStore,
         whole = _hits(store.search_chunks([request])[0])
         named = list(whole.ids[:40]) + [f"doc{n}#chunk-0" for n in range(0, 90, 7)]
         rng.shuffle(named)
-        among = _hits(store.search_among([request.model_copy(update={"k": 25})], [named],
-                                         [float("-inf")])[0])
+        own, shared = named[:len(named) // 2], named[len(named) // 2:]
+        among = _hits(store.search_among([request.model_copy(update={"k": 25})], [own],
+                                         [float("-inf")], shared)[0])
         assert list(among.ids) == list(whole.ids[:25])
         assert list(among.scores) == list(whole.scores[:25])
         assert [ref[1] for ref in among.refs] == [ref[1] for ref in whole.refs[:25]]
