@@ -46,11 +46,11 @@ from stages.support.per_query import GuardedDoFn
 
 _log = logging.getLogger(__name__)
 UNCHANGED = "unchanged"
-"""The tag of the previous results that stand (`QueryResult`)."""
+"""The tag of the previous results that stand (`RawResult`: copied as PREV holds them)."""
 RECALL = "recall"
 """The tag of the queries to recall from the whole store (`EmbeddedQuery`)."""
 PREVIOUS = "previous"
-"""The tag of the previous results of the queries that moved or are recalled (`QueryResult`):
+"""The tag of the previous results of the queries that moved or are recalled (`RawResult`):
 what their new results are compared with."""
 
 Outcome = QueryHits | pvalue.TaggedOutput
@@ -189,8 +189,8 @@ class _ContinueDoFn(OwningDoFn[KnowledgeSearchPort], GuardedDoFn):
 class Continue(HandlesErrors,
                beam.PTransform[beam.PCollection[Continuation], pvalue.DoOutputsTuple]):
     """Continuation -> QueryHits (main `hits`, cut to `retrieve_k`), QueryState (tag `state`),
-    the previous QueryResult that stands (tag `unchanged`, counted as evidence_unchanged),
-    EmbeddedQuery to recall in full (tag `recall`), and the previous QueryResult of each query
+    the previous result that stands (tag `unchanged`, raw, counted as evidence_unchanged),
+    EmbeddedQuery to recall in full (tag `recall`), and the previous raw result of each query
     that did not stand (tag `previous`); see the module. `removed` and `entered` are the
     store's changes since the state was kept (ids).
 

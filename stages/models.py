@@ -275,13 +275,18 @@ class QueryState(NamedTuple):
     lists: tuple[RecalledList, ...]
 
 
+RawResult = bytes | dict[str, Any]
+"""A result as a result file holds it: a JSON line, or a Parquet row (copied as it is when it
+stands, parsed only to be compared)."""
+
+
 class Continuation(NamedTuple):
     """A query whose previous state and result stand: its vector from the state, to be answered
-    from the store's changes alone."""
+    from the store's changes alone; `previous` is its result in PREV, raw."""
 
     embedded: EmbeddedQuery
     state: QueryState
-    previous: QueryResult
+    previous: RawResult
 
     @property
     def query(self) -> Query:

@@ -25,7 +25,7 @@ from pipeline.io.parquet import (
 from pipeline.io.query_source import QuerySource, query_source
 from pipeline.io.records import unreadable_reason
 from pipeline.io.single_file_sink import ParquetRows, TextLines, WriteToSingleFile
-from stages.models import DeadLetter, QueryResult
+from stages.models import DeadLetter, QueryResult, RawResult
 from stages.support import counters
 from stages.support.internal_errors import guarded_step
 from stages.support.per_query import PerQueryDoFn
@@ -64,6 +64,13 @@ class ResultFile(ResultSink):
     def count(self) -> int:
         return self._records().count()
 
+    @abstractmethod
+    def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler,
+              counted: bool = True, records: beam.PCollection[RawResult] | None = None
+              ) -> None:
+        """As `ResultSink.write`; `records`, when given, are written too: results as a result
+        file held them (read by `read_raw_transform`)."""
+
     def read(self) -> Iterator[QueryResult]:
         """The results the file holds, in file order."""
         for record in self._records().records():
@@ -73,23 +80,40 @@ class ResultFile(ResultSink):
         """PBegin -> the file's results, read on the runner's workers."""
         return _ReadResults(self._records().read(), self.location)
 
+    def read_raw_transform(self) -> beam.PTransform:
+        """PBegin -> (query id, the result as the file holds it) per result, each checked to
+        be one, read on the runner's workers: what is copied as it is needs no object."""
+        return _ReadRawResults(self._records().read(), self.location)
+
     def _records(self) -> QuerySource:
         return query_source(self.location)
 
 
 class JsonLinesResults(ResultFile):
     def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler,
-              counted: bool = True) -> None:
-        lines = guarded_step(results, "ResultJson", _Encode(to_json_line, counted), errors)
-        lines.main | "WriteResults" >> WriteToSingleFile(self.location, TextLines())
+              counted: bool = True, records: beam.PCollection[RawResult] | None = None
+              ) -> None:
+        """`records`, when given, are written too: results as a result file held them (a
+        JSON line is copied as it is)."""
+        lines = guarded_step(results, "ResultJson", _Encode(to_json_line, counted), errors).main
+        if records is not None:
+            copied = records | "RecordJson" >> beam.Map(_json_line_of, self.location)
+            lines = (lines, copied) | "AllLines" >> beam.Flatten()
+        lines | "WriteResults" >> WriteToSingleFile(self.location, TextLines())
 
 
 
 class ParquetResults(ResultFile):
     def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler,
-              counted: bool = True) -> None:
-        rows = guarded_step(results, "ResultRow", _Encode(result_row, counted), errors)
-        rows.main | "WriteResults" >> WriteToSingleFile(self.location, ParquetRows(RESULT_SCHEMA))
+              counted: bool = True, records: beam.PCollection[RawResult] | None = None
+              ) -> None:
+        """`records`, when given, are written too (see `JsonLinesResults.write`)."""
+        rows = guarded_step(results, "ResultRow", _Encode(result_row, counted), errors).main
+        if records is not None:
+            copied = records | "RecordRow" >> beam.Map(
+                lambda raw, where: result_row(result_of_raw(raw, where)), self.location)
+            rows = (rows, copied) | "AllRows" >> beam.Flatten()
+        rows | "WriteResults" >> WriteToSingleFile(self.location, ParquetRows(RESULT_SCHEMA))
 
 
 
@@ -146,6 +170,34 @@ class _ReadResults(beam.PTransform[beam.pvalue.PBegin, beam.PCollection[QueryRes
                 | "Records" >> self._records
                 | "AsResults" >> beam.Map(_as_result, self._location).with_output_types(
                     QueryResult))
+
+
+class _ReadRawResults(beam.PTransform[beam.pvalue.PBegin,
+                                      beam.PCollection[tuple[str, RawResult]]]):
+    """A result file's records, each checked to be a result, keyed by query id."""
+
+    def __init__(self, records: beam.PTransform, location: str) -> None:
+        super().__init__()
+        self._records, self._location = records, location
+
+    def expand(self, begin: beam.pvalue.PBegin) -> beam.PCollection[tuple[str, RawResult]]:
+        return (begin
+                | "Records" >> self._records
+                | "Keyed" >> beam.Map(
+                    lambda record, where: (_as_result(record, where).query_id, record[1]),
+                    self._location))
+
+
+def result_of_raw(raw: RawResult, location: str) -> QueryResult:
+    """A result read raw (`read_raw_transform`) as a QueryResult."""
+    return _as_result((0, raw), location)
+
+
+def _json_line_of(raw: RawResult, location: str) -> str:
+    """A raw result as a JSON line: a line is copied as it is (written by `to_json_line`)."""
+    if isinstance(raw, bytes):
+        return raw.decode("utf-8")
+    return to_json_line(result_of_raw(raw, location))
 
 
 def _as_result(record: tuple[int, Any], location: str) -> QueryResult:

@@ -14,7 +14,7 @@ from core.errors import RagEvidenceError
 from pipeline.config.backends import embedder_factory_for, port_factory_for
 from pipeline.config.settings import Settings
 from pipeline.io.json_lines import to_json_line
-from pipeline.io.result_sink import ResultFile
+from pipeline.io.result_sink import ResultFile, result_of_raw
 from pipeline.io.run_io import RunIO
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
 from pipeline.run.changed_only import KeepChanged
@@ -30,7 +30,7 @@ from pipeline.run.evidence_transform import ContinueFrom, EvidenceTransform
 from pipeline.run.query_parse import ParseQueries
 from pipeline.run.repeated_ids import RepeatedQueryIds
 from pipeline.run.state_files import ReadState, WriteState
-from stages.models import QueryResult
+from stages.models import QueryResult, RawResult
 from stages.support.internal_errors import InternalDeadLetters
 from stages.support.progress import LogProgress
 
@@ -61,12 +61,14 @@ def build_pipeline(
     parsed = (pipeline
               | "ReadQueries" >> io.queries.read()
               | "Parse" >> ParseQueries(repeated_ids).with_error_handler(errors))
-    previous = None if io.previous is None else (
+    continuing = plan.continues is not None and io.previous is not None
+    previous = None if io.previous is None or continuing else (
         pipeline | "ReadPrevious" >> io.previous.read_transform())
     queries, continues, split = parsed.queries, None, None
-    if plan.continues is not None and previous is not None:
+    if plan.continues is not None and io.previous is not None:
+        raw_previous = pipeline | "ReadPrevious" >> io.previous.read_raw_transform()
         states = pipeline | "ReadState" >> ReadState(plan.continues.folder)
-        split = queries | "SplitContinued" >> SplitContinued(states, previous)
+        split = queries | "SplitContinued" >> SplitContinued(states, raw_previous)
         queries = split[FULL]
         changes = plan.continues.changes
         continues = ContinueFrom(split.continued, changes.removed, changes.entered)
@@ -85,18 +87,18 @@ def build_pipeline(
     total = io.queries.count() if io.queries.counts_cheaply or sys.stderr.isatty() else None
     results = evidence.results | "Progress" >> LogProgress("queries answered", total)
     if io.snapshot is not None:
-        copied = results
-        if evidence.unchanged is not None:
-            copied = (results, evidence.unchanged) | "AllResults" >> beam.Flatten()
-        copied | "Snapshot" >> _WriteCopy(io.snapshot, errors)
-    if previous is not None:
+        results | "Snapshot" >> _WriteCopy(io.snapshot, errors, evidence.unchanged)
+    if io.previous is not None:
         if split is not None and evidence.previous is not None:
             # the continued queries' results that stood were counted and need no comparing
+            location = io.previous.location
             compared_with = ((split[COMPARE], evidence.previous)
-                             | "ComparedWith" >> beam.Flatten())
+                             | "ComparedWith" >> beam.Flatten()
+                             | "ParsePrevious" >> beam.Map(result_of_raw, location))
             changed = results | "KeepChanged" >> KeepChanged(compared_with)
             gone = (changed.gone, split[GONE]) | "AllGone" >> beam.Flatten()
         else:
+            assert previous is not None
             changed = results | "KeepChanged" >> KeepChanged(previous)
             gone = changed.gone
         results = changed.results
@@ -116,11 +118,13 @@ def build_pipeline(
 
 
 class _WriteCopy(beam.PTransform[beam.PCollection[QueryResult], None]):
-    """Every result into `sink` as well, uncounted (`--snapshot`)."""
+    """Every result into `sink` as well, uncounted (`--snapshot`), with the previous results
+    that stood (`records`, raw), if any."""
 
-    def __init__(self, sink: ResultFile, errors: ErrorHandler) -> None:
+    def __init__(self, sink: ResultFile, errors: ErrorHandler,
+                 records: beam.PCollection[RawResult] | None = None) -> None:
         super().__init__()
-        self._sink, self._errors = sink, errors
+        self._sink, self._errors, self._records = sink, errors, records
 
     def expand(self, results: beam.PCollection[QueryResult]) -> None:
-        self._sink.write(results, self._errors, counted=False)
+        self._sink.write(results, self._errors, counted=False, records=self._records)

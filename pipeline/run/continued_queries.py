@@ -12,13 +12,13 @@ from apache_beam import pvalue
 
 from stages.candidate_state import query_fingerprint
 from stages.embed import needs_embedding
-from stages.models import Continuation, EmbeddedQuery, Query, QueryResult, QueryState
+from stages.models import Continuation, EmbeddedQuery, Query, QueryState, RawResult
 from stages.support import counters
 
 FULL = "full"
 """The tag of the queries answered in full (`Query`)."""
 COMPARE = "compare"
-"""The tag of the previous results that a new result is compared with (`QueryResult`)."""
+"""The tag of the previous results that a new result is compared with (`RawResult`)."""
 GONE = "gone"
 """The tag of PREV's query ids that this run has no query for (`str`)."""
 
@@ -50,8 +50,8 @@ def triaged(joined: tuple[str, Mapping[str, Iterable[Any]]]
 
 class SplitContinued(beam.PTransform[beam.PCollection[Query], pvalue.DoOutputsTuple]):
     """Query -> Continuation (main `continued`) and Query (tag `full`), given PREV's `states`
-    and `previous` results; also the previous results of the queries answered in full (tag
-    `compare`) and PREV's ids with no query (tag `gone`).
+    and `previous` results (raw, keyed by query id); also the previous results of the queries
+    answered in full (tag `compare`) and PREV's ids with no query (tag `gone`).
 
     Usage::
 
@@ -60,7 +60,7 @@ class SplitContinued(beam.PTransform[beam.PCollection[Query], pvalue.DoOutputsTu
     """
 
     def __init__(self, states: beam.PCollection[QueryState],
-                 previous: beam.PCollection[QueryResult]) -> None:
+                 previous: beam.PCollection[tuple[str, RawResult]]) -> None:
         super().__init__()
         self._states, self._previous = states, previous
 
@@ -68,7 +68,7 @@ class SplitContinued(beam.PTransform[beam.PCollection[Query], pvalue.DoOutputsTu
         keyed: dict[str, Any] = {
             "query": queries | "KeyQueries" >> beam.Map(lambda q: (q.id, q)),
             "state": self._states | "KeyStates" >> beam.Map(lambda s: (s.query_id, s)),
-            "previous": self._previous | "KeyPrevious" >> beam.Map(lambda r: (r.query_id, r))}
+            "previous": self._previous}
         return (keyed
                 | "JoinByQueryId" >> beam.CoGroupByKey()
                 | "Triage" >> beam.FlatMap(triaged).with_outputs(FULL, COMPARE, GONE,

@@ -23,6 +23,7 @@ from stages.models import (
     Query,
     QueryResult,
     QueryState,
+    RawResult,
 )
 from stages.projection import Project
 from stages.recall import STATE, Recall
@@ -35,9 +36,9 @@ class EvidenceOutputs(NamedTuple):
     dead_letters: beam.PCollection[DeadLetter]
     state: beam.PCollection[QueryState] | None = None
     """With `keeps_state`: what each query keeps for the next run."""
-    unchanged: beam.PCollection[QueryResult] | None = None
-    """With `continues`: the previous results that stand (not in `results`)."""
-    previous: beam.PCollection[QueryResult] | None = None
+    unchanged: beam.PCollection[RawResult] | None = None
+    """With `continues`: the previous results that stand (not in `results`), raw."""
+    previous: beam.PCollection[RawResult] | None = None
     """With `continues`: the previous results of the continued queries that did not stand."""
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from connectors.chunk_record import ChunkRecord
 from pipeline.cli.main import main
+from pipeline.io.result_sink import read_results
 from pipeline.run.continuation_plan import MAX_CHANGED_SHARE
 from pipeline.run.state_files import STATE_SUFFIX
 
@@ -80,9 +81,10 @@ def _index(config: Path, chunks: Path) -> None:
                  "--cleanup", "full"]) == 0
 
 
-def _run(config: Path, queries: Path, folder: Path, previous: Path) -> tuple[Path, dict]:
+def _run(config: Path, queries: Path, folder: Path, previous: Path, suffix: str = "jsonl"
+         ) -> tuple[Path, dict]:
     folder.mkdir()
-    snapshot, summary = folder / "snapshot.jsonl", folder / "summary.json"
+    snapshot, summary = folder / f"snapshot.{suffix}", folder / "summary.json"
     assert main(["run", "--config", str(config), "--queries", str(queries),
                  "--out", str(folder / "out.jsonl"), "--previous", str(previous),
                  "--snapshot", str(snapshot), "--summary", str(summary)]) == 0
@@ -90,8 +92,7 @@ def _run(config: Path, queries: Path, folder: Path, previous: Path) -> tuple[Pat
 
 
 def _by_id(path: Path) -> dict[str, dict]:
-    lines = [json.loads(x) for x in path.read_text().splitlines()]
-    return {line["query_id"]: line for line in lines}
+    return {result.query_id: result.model_dump() for result in read_results(str(path))}
 
 
 @pytest.fixture
@@ -146,18 +147,20 @@ def test_a_continued_run_equals_a_full_run_after_random_changes(
     assert "is missing" in manifest["continuation"]["answered_in_full"]
 
 
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
 def test_a_night_after_a_continued_one_continues_from_its_state(
-        night: tuple[Path, Path], tmp_path: Path) -> None:
+        night: tuple[Path, Path], tmp_path: Path, suffix: str) -> None:
     config, empty = night
     rng = np.random.default_rng(9)
     records = _records(rng, DOCS * PER_DOC, start=0)
     _index(config, _write(tmp_path / "chunks1.jsonl", records))
     queries = _write(tmp_path / "q.jsonl", _queries(rng, 40, "q"))
-    previous, _ = _run(config, queries, tmp_path / "n1", empty)
+    previous, _ = _run(config, queries, tmp_path / "n1", empty, suffix)
     for night_number in (2, 3, 4):
         records = _changed(rng, records, 4)
         _index(config, _write(tmp_path / f"chunks{night_number}.jsonl", records))
-        previous, counts = _run(config, queries, tmp_path / f"n{night_number}", previous)
+        previous, counts = _run(config, queries, tmp_path / f"n{night_number}", previous,
+                                suffix)
         full, _ = _run(config, queries, tmp_path / f"full{night_number}", empty)
         assert _by_id(previous) == _by_id(full)
         assert counts["queries_continued"] > 0 and counts["texts_embedded"] == 0
