@@ -14,6 +14,7 @@ from connectors.embedded.chunk_table import ChunkTable
 from pipeline.config.backends import backend_of
 from pipeline.config.settings import Settings
 from pipeline.io.run_io import RunIO
+from pipeline.run.manifest import package_version
 from pipeline.run.state_files import StateFolder, settings_fingerprint
 from stages.support import counters
 
@@ -68,8 +69,9 @@ def plan_continuation(settings: Settings, io: RunIO, version: Path | None,
                       previous_manifest: dict[str, Any] | None) -> ContinuationPlan:
     """The plan of a run: it keeps state with `--snapshot`, on the embedded store with flat
     dense recall (`version` is the store version it reads); it continues from PREV's state
-    when `previous_manifest` (PREV's run's) names one that matches, of the same settings, and
-    the store changed by at most `MAX_CHANGED_SHARE` since."""
+    when `previous_manifest` (PREV's run's) names one that matches, of the same settings and
+    the same rag-evidence version, and the store changed by at most `MAX_CHANGED_SHARE`
+    since."""
     backend = backend_of(settings)
     why_not = _why_not_kept(settings, version)
     keeps = None if why_not or io.snapshot is None else StateFolder.of_snapshot(
@@ -86,6 +88,10 @@ def plan_continuation(settings: Settings, io: RunIO, version: Path | None,
         return ContinuationPlan(keeps, None, "--previous is empty (a first night)", True,
                                 current)
     folder = StateFolder.of_snapshot(io.previous.location)
+    if previous_manifest.get("rag_evidence") != package_version():
+        return _refused(keeps, f"PREV was computed by rag-evidence "
+                               f"{previous_manifest.get('rag_evidence')}, this is "
+                               f"{package_version()}", current)
     mismatch = folder.matches(previous_manifest.get("state"))
     if mismatch:
         return _refused(keeps, mismatch, current)

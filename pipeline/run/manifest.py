@@ -47,7 +47,7 @@ def run_manifest(settings: Settings, io: RunIO, summary: RunSummary, options: Pi
     """The manifest of a finished run (no secret: settings hold where secrets are, never
     secrets, and hosts are redacted); `version` is the embedded store's version it read."""
     return {
-        "rag_evidence": _version(),
+        "rag_evidence": package_version(),
         "runner": runner_name(options),
         "settings_sha256": hashlib.sha256(settings.model_dump_json().encode()).hexdigest(),
         "store": backend_of(settings).described(settings, version),
@@ -73,7 +73,8 @@ def _previous(io: RunIO) -> dict[str, Any]:
             **snapshot}
 
 
-def _version() -> str:
+def package_version() -> str:
+    """The installed rag-evidence version ("unknown" when not installed)."""
     try:
         return metadata.version("rag-evidence")
     except metadata.PackageNotFoundError:
