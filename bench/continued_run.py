@@ -7,11 +7,14 @@ standing vector queries (default 100k), and runs `rag-evidence run` in child pro
    a third added);
 3. night 2, full: `--previous EMPTY --snapshot F2` (the baseline, same day, same store);
 4. night 2, continued: `--previous S1 --snapshot S2`;
-5. a run with no `--previous` and no `--snapshot` (what keeping state costs a full run).
-Prints wall seconds and peak RSS of each, the ratio continued / full, the continued run's
-counters, and the number of queries whose snapshot line differs between S2 and F2 (must be 0).
+5. a run with no `--previous` and no `--snapshot`.
+With `--text`, the standing queries are short texts embedded by all-MiniLM-L6-v2 (searched in
+the same store of vectors: the cost is a real run's, the answers are not meaningful). Prints
+wall seconds and peak RSS of each, the ratio continued / full, the continued run's counters,
+and the number of queries whose snapshot line differs between S2 and F2 (must be 0).
 
-    python bench/continued_run.py [--chunks 100000] [--queries 100000] [--work /tmp/continued]
+    python bench/continued_run.py [--chunks 100000] [--queries 100000] [--text]
+                                  [--work /tmp/continued]
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from affected_queries import change
 from bulk_scale import build_store, query_vectors
+from embedding_throughput import texts
+
+from connectors.embedders.model_location import MINILM
 
 DIM = 384
 ROW_GROUP = 50_000
@@ -44,6 +50,11 @@ def write_queries(path: Path, count: int) -> None:
                 "vector": pa.FixedSizeListArray.from_arrays(
                     pa.array(block.reshape(-1)), DIM).cast(pa.list_(pa.float32()))},
                 schema=schema))
+
+
+def write_texts(path: Path, count: int) -> None:
+    path.write_text("".join(json.dumps({"id": f"q{i}", "text": text}) + "\n"
+                            for i, text in enumerate(texts(count, 60, seed=5))))
 
 
 def run(store: Path, queries: Path, out: Path, *flags: str) -> tuple[float, int, dict]:
@@ -73,27 +84,36 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=100_000)
     parser.add_argument("--share", type=float, default=0.01)
+    parser.add_argument("--text", action="store_true", help="text queries, embedded by the model")
     parser.add_argument("--work", default="/tmp/continued")
     args = parser.parse_args()
+    model = ("--set", "embedder.kind=sentence-transformers",
+             "--set", f"embedder.model={MINILM}") if args.text else ()
     work = Path(args.work)
     store = work / "store"
     if store.exists():
         raise SystemExit(f"{store} exists: the bench changes its store; remove it first")
     build_store(store, args.chunks, DIM, "flat")
-    queries, empty = work / "queries.parquet", work / "empty.jsonl"
-    write_queries(queries, args.queries)
+    empty = work / "empty.jsonl"
+    if args.text:
+        queries = work / "queries.jsonl"
+        write_texts(queries, args.queries)
+    else:
+        queries = work / "queries.parquet"
+        write_queries(queries, args.queries)
     empty.write_text("")
     night1 = run(store, queries, work / "n1.jsonl", "--previous", str(empty),
-                 "--snapshot", str(work / "s1.jsonl"))
+                 "--snapshot", str(work / "s1.jsonl"), *model)
     change(store, args.chunks, args.share)
     full = run(store, queries, work / "full.jsonl", "--previous", str(empty),
-               "--snapshot", str(work / "f2.jsonl"))
+               "--snapshot", str(work / "f2.jsonl"), *model)
     continued = run(store, queries, work / "n2.jsonl", "--previous", str(work / "s1.jsonl"),
-                    "--snapshot", str(work / "s2.jsonl"))
-    plain = run(store, queries, work / "plain.jsonl")
+                    "--snapshot", str(work / "s2.jsonl"), *model)
+    plain = run(store, queries, work / "plain.jsonl", *model)
     expected, got = lines_by_id(work / "f2.jsonl"), lines_by_id(work / "s2.jsonl")
     differ = sum(1 for query_id, line in expected.items() if got.get(query_id) != line)
-    print(f"store {args.chunks} x {DIM} flat, {args.queries} standing vector queries, "
+    kind = "text" if args.text else "vector"
+    print(f"store {args.chunks} x {DIM} flat, {args.queries} standing {kind} queries, "
           f"{args.share:.0%} of the store changed")
     for name, (seconds, peak, _) in (("night 1 (full, keeps state)", night1),
                                      ("night 2 full (baseline)", full),

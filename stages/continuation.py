@@ -14,6 +14,7 @@ are the store's true top, in the store's order. The query is then:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterator, Sequence
 
@@ -173,6 +174,11 @@ class _ContinueDoFn(OwningDoFn[KnowledgeSearchPort], GuardedDoFn):
         super().__init__(port_factory)
         self._removed, self._entered = removed, entered
         self._retrieve_k, self._max_sub_queries = retrieve_k, max_sub_queries
+
+    def setup(self) -> None:
+        # each batch tries again, and is recalled in full if it still cannot open it
+        with contextlib.suppress(KnowledgeSearchError):
+            self.owned()
 
     def answers(self, batch: list[Continuation]) -> Iterator[Outcome]:
         try:
