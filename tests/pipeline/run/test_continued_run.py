@@ -106,7 +106,8 @@ def night(tmp_path: Path) -> tuple[Path, Path]:
     return config, empty
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow),
+                                  pytest.param(3, marks=pytest.mark.slow)])
 def test_a_continued_run_equals_a_full_run_after_random_changes(
         night: tuple[Path, Path], tmp_path: Path, seed: int) -> None:
     config, empty = night
@@ -147,6 +148,7 @@ def test_a_continued_run_equals_a_full_run_after_random_changes(
     assert "is missing" in manifest["continuation"]["answered_in_full"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
 def test_a_night_after_a_continued_one_continues_from_its_state(
         night: tuple[Path, Path], tmp_path: Path, suffix: str) -> None:
