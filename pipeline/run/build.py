@@ -61,19 +61,17 @@ def build_pipeline(
     parsed = (pipeline
               | "ReadQueries" >> io.queries.read()
               | "Parse" >> ParseQueries(repeated_ids).with_error_handler(errors))
-    continuing = plan.continues is not None and io.previous is not None
-    previous = None if io.previous is None or continuing else (
-        pipeline | "ReadPrevious" >> io.previous.read_transform())
-    queries, continues, split = parsed.queries, None, None
-    if plan.continues is not None and io.previous is not None:
+    queries, continues, split, previous = parsed.queries, None, None, None
+    if io.previous is not None and plan.continues is None:
+        previous = pipeline | "ReadPrevious" >> io.previous.read_transform()
+        queries = queries | "AnsweredInFull" >> beam.Map(counted_in_full, plan.full_counter)
+    elif io.previous is not None and plan.continues is not None:
         raw_previous = pipeline | "ReadPrevious" >> io.previous.read_raw_transform()
         states = pipeline | "ReadState" >> ReadState(plan.continues.folder)
         split = queries | "SplitContinued" >> SplitContinued(states, raw_previous)
         queries = split[FULL]
         changes = plan.continues.changes
         continues = ContinueFrom(split.continued, changes.removed, changes.entered)
-    elif previous is not None:
-        queries = queries | "AnsweredInFull" >> beam.Map(counted_in_full, plan.full_counter)
     evidence = queries | "Evidence" >> EvidenceTransform(
         settings,
         port_factory=port_factory or port_factory_for(settings),

@@ -111,8 +111,10 @@ def plan_continuation(settings: Settings, io: RunIO, version: Path | None,
 
 def _why_not_kept(settings: Settings, version: Path | None) -> str | None:
     backend = backend_of(settings)
-    if backend.chunk_table is None or version is None:
+    if backend.chunk_table is None:
         return f"runs on {backend.noun} are not continued (only the embedded store's are)"
+    if version is None:
+        return "the run reads a port given in code, with no store version to tell changes by"
     if settings.rag.recall.mode != "dense":
         return (f"rag.recall.mode={settings.rag.recall.mode}: BM25 scores move with any "
                 "change of the store")
