@@ -89,6 +89,12 @@ class ChunkHits:
         """The hits one by one."""
         return map(ChunkHit, self.ids, self.scores, self.identities, self.contents, self.refs)
 
+    def part(self, start: int, end: int) -> ChunkHits:
+        """The hits from `start` to `end` (not included)."""
+        return ChunkHits(self.ids[start:end], self.scores[start:end],
+                         self.identities[start:end], self.contents[start:end],
+                         self.refs[start:end])
+
     @classmethod
     def of(cls, hits: Sequence[SearchHit]) -> ChunkHits:
         """A port's `SearchHit`s (contents and metadata given)."""

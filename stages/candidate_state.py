@@ -61,7 +61,8 @@ def recalled_list(reason: str, hits: ChunkHits, asked: int, bound: float = NO_BO
         held = sum(1 for score in scores if score > bound)
     else:
         held = len(hits)
-    return RecalledList(reason, tuple(hits.ids[:held]), tuple(scores[:held]), bound), held  # type: ignore[arg-type]
+    ids = tuple(str(chunk_id) for chunk_id in hits.ids[:held])
+    return RecalledList(reason, ids, tuple(scores[:held]), bound), held
 
 
 _NONE = ChunkHits([], [], [], [], [])
@@ -76,12 +77,6 @@ def _float32_exact(vector: Sequence[float] | None) -> bool:
     return bool(np.array_equal(values.astype(np.float32).astype(np.float64), values))
 
 
-def head(hits: ChunkHits, n: int) -> ChunkHits:
-    """The first `n` of `hits`."""
-    return ChunkHits(hits.ids[:n], hits.scores[:n], hits.identities[:n], hits.contents[:n],
-                     hits.refs[:n])
-
-
 def by_reason(hits: QueryHits) -> list[tuple[str, ChunkHits]]:
     """A query's hits split back into its sub-queries' lists, in order."""
     lists: list[tuple[str, ChunkHits]] = []
@@ -90,10 +85,7 @@ def by_reason(hits: QueryHits) -> list[tuple[str, ChunkHits]]:
         end = start
         while end < len(reasons) and reasons[end] == reasons[start]:
             end += 1
-        found = hits.found
-        lists.append((reasons[start], ChunkHits(
-            found.ids[start:end], found.scores[start:end], found.identities[start:end],
-            found.contents[start:end], found.refs[start:end])))
+        lists.append((reasons[start], hits.found.part(start, end)))
         start = end
     return lists
 
@@ -119,7 +111,7 @@ def kept_state(embedded: EmbeddedQuery, reasons: Sequence[str], hits: QueryHits,
     lists, kept = [], []
     for reason in reasons:
         found = found_by.get(reason, _NONE)
-        lists.append((reason, head(found, retrieve_k)))
+        lists.append((reason, found.part(0, retrieve_k)))
         made = recalled_list(reason, found, asked_width(retrieve_k))
         kept.append(None if made is None else made[0])
     cut = joined(hits.query_id, lists)

@@ -33,7 +33,6 @@ from core.errors import KnowledgeSearchError, RagEvidenceError
 from stages.candidate_state import (
     NO_BOUND,
     asked_width,
-    head,
     joined,
     recalled_list,
 )
@@ -136,7 +135,7 @@ def _answer(item: Continuation, kept: list[RecalledList],
         state, held = made
         if held < retrieve_k and state.bound != NO_BOUND:
             return _recall(item, counters.FULL_RAN_OUT)
-        top = head(hits, min(held, retrieve_k))
+        top = hits.part(0, min(held, retrieve_k))
         lists.append((old.reason, top))
         states.append(state)
         same = same and _same_top(old, top, removed, retrieve_k)
