@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -33,3 +34,8 @@ def run_to_completion(pipeline: beam.Pipeline) -> PipelineResult:
         result = pipeline.run()
         result.wait_until_finish()
     return result
+
+
+def physical_memory() -> int:
+    """This machine's memory in bytes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -18,7 +18,7 @@ from pipeline.config.backends import (
     embedder_info,
     pinned_port_factory,
 )
-from pipeline.config.beam_options import job_pipeline, pipeline_options
+from pipeline.config.beam_options import job_pipeline, joins_in_memory, pipeline_options
 from pipeline.config.heap import run_to_completion
 from pipeline.config.settings import Settings
 from pipeline.io.run_io import RunIO
@@ -79,7 +79,7 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
     with io.held():
         remove_manifests(io.manifests)
         started, began = time.monotonic(), _now()
-        plan = plan_continuation(settings, io, version, previous)
+        plan = plan_continuation(settings, io, version, previous, joins_in_memory(options))
         plan.start(settings, version)
         pipeline = job_pipeline(options)
         build_pipeline(pipeline, settings, io, port_factory=port_factory,

@@ -14,6 +14,7 @@ import pytest
 from connectors.chunk_record import ChunkRecord
 from pipeline.cli.main import main
 from pipeline.io.result_sink import read_results
+from pipeline.run import continuation_plan
 from pipeline.run.continuation_plan import MAX_CHANGED_SHARE
 from pipeline.run.state_files import STATE_SUFFIX
 
@@ -233,3 +234,13 @@ def test_lexical_and_hybrid_runs_keep_no_state_and_say_why(night: tuple[Path, Pa
     assert not Path(f"{second}{STATE_SUFFIX}").exists() and "state" not in manifest
     assert counts["full_not_continuable"] == 20
     assert "BM25" in manifest["continuation"]["answered_in_full"]
+
+
+def test_a_join_that_would_not_fit_in_memory_on_the_local_runner_is_not_attempted(
+        night: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config, empty = night
+    monkeypatch.setattr(continuation_plan, "physical_memory",
+                        lambda: 20 * continuation_plan.JOIN_BYTES_PER_QUERY)
+    _, counts, manifest = _two_nights(config, empty, tmp_path)
+    assert counts["full_not_continuable"] == 20 and counts["queries_continued"] == 0
+    assert "run it on Flink or Spark" in manifest["continuation"]["answered_in_full"]
