@@ -125,7 +125,7 @@ def main() -> None:
           f"none: {full[0] / plain[0]:.3f}")
     print("continued run: " + ", ".join(f"{name} {counts.get(name, 0)}" for name in (
         "queries_continued", "continued_unchanged", "full_new_query", "full_query_changed",
-        "full_candidates_ran_out", "full_continue_failed", "delta_chunks", "texts_embedded")))
+        "full_ran_out", "full_continue_failed", "delta_chunks", "texts_embedded")))
     print(f"snapshot lines that differ from the full run's: {differ} of {len(expected)} "
           "(must be 0)")
 

@@ -146,7 +146,9 @@ def _answer(item: Continuation, kept: list[RecalledList],
         counters.count(counters.EVIDENCE_UNCHANGED)
         return [pvalue.TaggedOutput(UNCHANGED, item.previous),
                 pvalue.TaggedOutput(STATE, new_state)]
-    return [joined(item.query.id, lists), pvalue.TaggedOutput(STATE, new_state),
+    moved = joined(item.query.id, lists)
+    counters.count(counters.CANDIDATES, len(moved.reasons))
+    return [moved, pvalue.TaggedOutput(STATE, new_state),
             pvalue.TaggedOutput(PREVIOUS, item.previous)]
 
 

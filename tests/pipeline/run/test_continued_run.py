@@ -134,7 +134,7 @@ def test_a_continued_run_equals_a_full_run_after_random_changes(
     gone = (tmp_path / "n2" / "out.jsonl.gone.jsonl").read_text().splitlines()
     assert sorted(json.loads(x)["query_id"] for x in gone) == [f"q{n}" for n in range(5)]
     assert counts["full_new_query"] == 5 and counts["full_query_changed"] == 1
-    assert counts["queries_continued"] + counts["full_candidates_ran_out"] == 54
+    assert counts["queries_continued"] + counts["full_ran_out"] == 54
     assert counts["queries_continued"] > 40 and counts["continued_unchanged"] > 0
     assert counts["delta_chunks"] == 3 * each
     texts = sum(1 for q in tonight if "text" in q)
@@ -185,7 +185,7 @@ def test_a_query_that_lost_more_than_its_margin_is_recalled_and_still_exact(
     continued, counts = _run(config, queries, tmp_path / "n2", previous)
     full, _ = _run(config, queries, tmp_path / "full", empty)
     assert _by_id(continued) == _by_id(full)
-    assert counts["full_candidates_ran_out"] == 1 and counts["queries_continued"] == 1
+    assert counts["full_ran_out"] == 1 and counts["queries_continued"] == 1
 
 
 def _two_nights(config: Path, empty: Path, tmp_path: Path, *changes: str
