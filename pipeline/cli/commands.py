@@ -60,7 +60,8 @@ def index_report(settings: Settings, summary: IndexSummary, failures: str | None
 def run_command(args: argparse.Namespace, beam_args: Sequence[str],
                 environ: Mapping[str, str]) -> int:
     settings = _settings(args, environ)
-    limit = DeadLetterLimit.parse(args.max_dead_letters) if args.max_dead_letters else None
+    limit = (None if args.max_dead_letters is None
+             else DeadLetterLimit.parse(args.max_dead_letters))
     io = RunIO.parse(args.queries, args.out, args.dead_letter, settings.search.elasticsearch,
                      args.previous, args.snapshot, args.summary, args.config)
     summary = run(settings, io, beam_args=beam_args)

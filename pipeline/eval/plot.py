@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -9,6 +11,23 @@ from core.errors import ConfigError
 from pipeline.eval.runner import EvalRow
 
 INSTALL_HINT = "install the plot extra: pip install 'rag-evidence[plot]'"
+FORMATS = ("png", "pdf", "svg", "jpg", "jpeg")
+"""The image formats `--plot` draws, by the file's suffix (matplotlib's own writers)."""
+
+
+def check_plot_path(path: str) -> None:
+    """Refuses, before any evaluation, a `--plot` that could not be drawn: matplotlib is not
+    installed, or the file's suffix names no format of `FORMATS`.
+
+    Raises:
+        ConfigError: naming `--plot`, the path and what to do.
+    """
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in FORMATS:
+        raise ConfigError("--plot", path, f"must end in one of "
+                          f"{', '.join('.' + f for f in FORMATS)}, the image formats it draws")
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ConfigError("--plot", path, INSTALL_HINT)
 
 
 _STYLES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"))
@@ -56,5 +75,10 @@ def plot_curves(rows: Sequence[EvalRow], path: str | Path, title: str = "") -> N
         axes.grid(alpha=0.3)
     recall.legend(loc="lower right")
     figure.tight_layout()
-    figure.savefig(str(path), dpi=110)
-    plt.close(figure)
+    staged = f"{path}.tmp-{os.getpid()}"  # a failed draw leaves the older plot whole
+    try:
+        figure.savefig(staged, dpi=110, format=Path(path).suffix.lower().lstrip("."))
+        os.replace(staged, path)
+    finally:
+        plt.close(figure)
+        Path(staged).unlink(missing_ok=True)

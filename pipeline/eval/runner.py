@@ -58,7 +58,8 @@ class EvalRow:
                 "seconds": round(self.seconds, 2), "dead_letters": self.dead_letters}
 
 
-def evaluate(configs: Sequence[tuple[str, Settings]], *, queries: str, qrels: str, k: int = 10,
+def evaluate(configs: Sequence[tuple[str, Settings]], *, queries: str, qrels: str | Qrels,
+             k: int = 10,
              docs: str | None = None, beam_args: Sequence[str] = ()) -> list[EvalRow]:
     """Runs the pipeline once per config on `queries`, scores each run at `k`, tests each
     config's nDCG@k against the first's, and traces the judged queries for the loss funnel.
@@ -66,7 +67,7 @@ def evaluate(configs: Sequence[tuple[str, Settings]], *, queries: str, qrels: st
     With `docs`, each config's store is first built from that folder (once per distinct store
     and embedder), so that every config is measured on the same corpus.
     """
-    judgments = read_qrels(qrels)
+    judgments = qrels if isinstance(qrels, Qrels) else read_qrels(qrels)
     built: set[str] = set()
     rows: list[EvalRow] = []
     for label, settings in configs:

@@ -7,6 +7,8 @@ import inspect
 from pathlib import Path
 from types import ModuleType
 
+from pipeline.io.owned_folders import check_owned_folder, claim_folder
+
 MODULES = (
     "json", "csv", "re", "pathlib", "os.path", "shutil", "subprocess", "itertools", "functools",
     "collections", "datetime", "logging", "argparse", "sqlite3", "threading", "heapq", "bisect",
@@ -39,9 +41,24 @@ def _is_public(module: ModuleType, name: str, member: object) -> bool:
     return not name.startswith("_") and home in (module.__name__, f"_{module.__name__}")
 
 
+CORPUS_MARKER = ".rag-evidence-corpus"
+"""The file that marks a folder as a corpus this command wrote (and may write again)."""
+
+
+def check_corpus_folder(folder: str, flag: str = "corpus OUT") -> None:
+    """Refuses, before writing, a folder that holds anything but a corpus written here (a
+    user's `json.md` would be overwritten), a file, or a folder that cannot be made.
+
+    Raises:
+        InvalidInputError: naming the folder and what is in it.
+    """
+    check_owned_folder(flag, folder, CORPUS_MARKER, [f"{name}.md" for name in MODULES])
+
+
 def write_corpus(folder: Path) -> int:
-    """Writes one Markdown file per module under `folder`; returns how many it wrote."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Writes one Markdown file per module under `folder` (checked by `check_corpus_folder`);
+    returns how many it wrote."""
+    claim_folder(folder, CORPUS_MARKER)
     written = 0
     for name in MODULES:
         try:

@@ -51,12 +51,7 @@ from pipeline.ingest.transforms import (
     record_to_write,
 )
 from pipeline.io.line_blocks import ReadNumberedLines
-from pipeline.io.local_paths import (
-    check_distinct,
-    check_input_file,
-    check_output_file,
-    check_outside,
-)
+from pipeline.io.local_paths import check_job_files
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
 from stages.support import counters
 from stages.support.internal_errors import NamedErrorHandler, guarded_step
@@ -98,14 +93,9 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
     """
     started = time.monotonic()
     options = pipeline_options(beam_args)
-    if chunks is not None:
-        check_input_file("--chunks", chunks)
-    outputs = {"--failures": failures_path, "--summary": summary_path}
-    for flag, path in outputs.items():
-        if path is not None:
-            check_output_file(flag, path)
-    check_distinct({"--config": config_path, "--chunks": chunks, **outputs})
-    check_outside("--docs", docs, outputs)
+    check_job_files([("--chunks", chunks), ("--config", config_path)],
+                    [("--failures", failures_path), ("--summary", summary_path)],
+                    input_folders={"--docs": docs})
     target = target or chunk_target_for(settings)
     paths = [str(p) for p in document_paths(docs)] if docs is not None else []
     embedder = None

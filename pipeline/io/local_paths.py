@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 from apache_beam.io.filesystem import CompressionTypes
@@ -79,15 +80,42 @@ def check_output_file(flag: str, path: str) -> None:
                                 "is not writable")
 
 
-def check_distinct(paths: dict[str, str | None]) -> None:
-    """No two of the named files are one file (an output over an input, or over another
-    output, would end holding only part of the job's records).
+def check_job_files(inputs: Iterable[tuple[str, str | None]],
+                    outputs: Iterable[tuple[str, str | None]], *,
+                    derived: Iterable[tuple[str, str | None]] = (),
+                    binary: Collection[str] = (),
+                    input_folders: Mapping[str, str | None] | None = None) -> None:
+    """The one guard of a command's files, run before any work: each input (flag, path) is a
+    readable regular file, UTF-8 text unless its path is in `binary`; each output can be
+    written; no two of the inputs, outputs and `derived` outputs (a manifest, a list of gone
+    ids: files a command writes beside the ones it is given) are one file, links resolved; and
+    no output lies inside an input folder (`input_folders`, such as `--docs`). Absent (None)
+    paths are skipped; a flag may repeat (`--compare A B`).
+
+    Raises:
+        InvalidInputError: naming the flag, the path and what is wrong.
+    """
+    inputs, outputs, derived = list(inputs), list(outputs), list(derived)
+    for flag, path in inputs:
+        if path is not None:
+            check_input_file(flag, path, text=path not in binary)
+    for flag, path in outputs:
+        if path is not None:
+            check_output_file(flag, path)
+    check_distinct([*inputs, *outputs, *derived])
+    for folder_flag, folder in (input_folders or {}).items():
+        check_outside(folder_flag, folder, [*outputs, *derived])
+
+
+def check_distinct(paths: Iterable[tuple[str, str | None]]) -> None:
+    """No two of the named files (flag, path) are one file (an output over an input, or over
+    another output, would end holding only part of the job's records).
 
     Raises:
         InvalidInputError: naming both flags and the path.
     """
     seen: dict[str, str] = {}
-    for flag, path in paths.items():
+    for flag, path in paths:
         if path is None or not is_local(path):
             continue
         real = os.path.realpath(path)
@@ -97,7 +125,8 @@ def check_distinct(paths: dict[str, str | None]) -> None:
         seen[real] = flag
 
 
-def check_outside(folder_flag: str, folder: str | None, outputs: dict[str, str | None]) -> None:
+def check_outside(folder_flag: str, folder: str | None,
+                  outputs: Iterable[tuple[str, str | None]]) -> None:
     """No output is inside the input folder `folder` (a `--failures` or `--summary` written
     into `--docs` would be read as a document by the next job), links resolved.
 
@@ -107,7 +136,7 @@ def check_outside(folder_flag: str, folder: str | None, outputs: dict[str, str |
     if folder is None:
         return
     root = Path(os.path.realpath(folder))
-    for flag, path in outputs.items():
+    for flag, path in outputs:
         if path is not None and is_local(path) and Path(os.path.realpath(path)
                                                         ).is_relative_to(root):
             raise InvalidInputError(flag, path, f"is inside {folder_flag} {folder!r}: the "

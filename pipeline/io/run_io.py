@@ -13,12 +13,7 @@ from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.ownership import held, lock_of
 from core.errors import InvalidInputError
 from pipeline.io.line_blocks import count_lines
-from pipeline.io.local_paths import (
-    check_distinct,
-    check_input_file,
-    check_output_file,
-    is_local,
-)
+from pipeline.io.local_paths import check_job_files, is_local
 from pipeline.io.parquet import is_parquet
 from pipeline.io.query_source import QuerySource, query_source
 from pipeline.io.result_sink import ES_SCHEME, ResultFile, ResultSink, result_sink
@@ -93,27 +88,21 @@ class RunIO:
 
     def check(self) -> None:
         """Refuses, before anything starts, a run whose files would lose results (see
-        `local_paths`): every output, named or derived, against every input and every other
-        output, links resolved."""
-        check_input_file("--queries", self.queries.path, text=not is_parquet(self.queries.path))
+        `local_paths.check_job_files`): every output, named or derived, against every input and
+        every other output, links resolved."""
+        previous = None if self.previous is None else self.previous.location
+        inputs = [("--queries", self.queries.path), ("--previous", previous)]
+        check_job_files(inputs, [], binary=[p for _, p in inputs if p and is_parquet(p)])
         self.queries.check()
-        outputs = {"--out": self.results.location} if isinstance(self.results, ResultFile) else {}
-        outputs |= {"--dead-letter": self.dead_letters}
-        if self.snapshot is not None:
-            outputs["--snapshot"] = self.snapshot.location
-        if self.summary is not None:
-            outputs["--summary"] = self.summary
-        for flag, path in outputs.items():
-            check_output_file(flag, path)
-        outputs |= {f"the manifest {path}": path for path in self.manifests}
-        if self.previous is not None:
-            outputs[f"the list of gone ids {self.gone}"] = self.gone
-        inputs = {"--queries": self.queries.path, "--config": self.config}
-        if self.previous is not None:
-            check_input_file("--previous", self.previous.location,
-                             text=not is_parquet(self.previous.location))
-            inputs["--previous"] = self.previous.location
-        check_distinct({**inputs, **outputs})
+        results = self.results.location if isinstance(self.results, ResultFile) else None
+        snapshot = None if self.snapshot is None else self.snapshot.location
+        derived = [(f"the manifest {path}", path) for path in self.manifests]
+        if previous is not None:
+            derived.append((f"the list of gone ids {self.gone}", self.gone))
+        check_job_files([*inputs, ("--config", self.config)],
+                        [("--out", results), ("--dead-letter", self.dead_letters),
+                         ("--snapshot", snapshot), ("--summary", self.summary)],
+                        derived=derived, binary=[p for _, p in inputs if p and is_parquet(p)])
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:

@@ -1,0 +1,77 @@
+"""Folders a command fills and fills again (a snapshot's state, the demo's work folder, a
+corpus): it writes into one only when the folder is absent, empty or provably its own, and it
+removes only the files it names. A folder with anything else in it (a user's queries, notes,
+a config) is refused before any work, and is never emptied."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Collection
+from pathlib import Path
+
+from core.errors import InvalidInputError
+
+
+def _leftover(name: str, names: Collection[str]) -> bool:
+    """A killed writer's leftover of one of `names`: `NAME.tmp-PID` (a file written beside its
+    place), `.NAME.parts-OWNER` (a sink's part folder) or `.NAME.lock`."""
+    return any(re.fullmatch(rf"{re.escape(n)}\.tmp-\d+|\.{re.escape(n)}\.(parts-.+|lock)", name)
+               for n in names)
+
+
+def foreign_entries(folder: Path, marker: str, names: Collection[str]) -> list[str]:
+    """The entries of `folder` that are not the command's: everything, when the folder is not
+    empty and holds no `marker`; else what is neither the marker, one of `names`, nor a
+    leftover of one."""
+    entries = sorted(os.listdir(folder))
+    if entries and marker not in entries:
+        return entries
+    ours = {marker, *names}
+    return [e for e in entries if e not in ours and not _leftover(e, ours)]
+
+
+def check_owned_folder(flag: str, path: str, marker: str, names: Collection[str]) -> None:
+    """`path` can be filled by the command: absent (its parent a writable folder), or a
+    folder (links resolved) that is empty or holds `marker` and only `names`.
+
+    Raises:
+        InvalidInputError: naming `flag`, the path, and what is in the way.
+    """
+    folder = Path(path)
+    if not folder.exists():
+        if folder.is_symlink():
+            raise InvalidInputError(flag, path, "is a link to nothing; remove it or name "
+                                    "another folder")
+        parent = folder.parent
+        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+            raise InvalidInputError(flag, path, f"cannot be made: {str(parent)!r} is not a "
+                                    "writable folder")
+        return
+    if not folder.is_dir():
+        raise InvalidInputError(flag, path, "is a file, not a folder; move it or name another "
+                                "folder")
+    if not os.access(folder, os.R_OK | os.W_OK | os.X_OK):
+        raise InvalidInputError(flag, path, "is a folder that cannot be read and written")
+    foreign = foreign_entries(folder, marker, names)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise InvalidInputError(flag, path, f"holds files that rag-evidence did not write "
+                                f"({shown}); it never writes into or empties such a folder: "
+                                "move them, or name an empty or new folder")
+
+
+def claim_folder(path: Path, marker: str, remove: Collection[str] = ()) -> None:
+    """Makes `path` the command's (see `check_owned_folder`, which must have passed): creates
+    it with its `marker`, and removes the entries of `remove` and the leftovers of the marker
+    and of `remove` from an earlier run, nothing else."""
+    path.mkdir(parents=True, exist_ok=True)
+    for entry in os.listdir(path):
+        if entry in remove or _leftover(entry, [marker, *remove]):
+            target = path / entry
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            else:
+                target.unlink()
+    (path / marker).touch()
