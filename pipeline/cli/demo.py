@@ -18,9 +18,11 @@ from pipeline.cli.commands import index_report
 from pipeline.cli.demo_report import DEMO_QUESTIONS, evidence_table
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
-from pipeline.eval.stdlib_corpus import write_corpus
+from pipeline.eval.stdlib_corpus import check_corpus_folder, write_corpus
 from pipeline.ingest.documents import HEADING
 from pipeline.ingest.job import run_index
+from pipeline.io.owned_folders import check_owned_folder, claim_folder
+from pipeline.io.run_io import MANIFEST_SUFFIX
 from pipeline.run.job import run_job
 
 _log = logging.getLogger(__name__)
@@ -64,9 +66,19 @@ def chunk_headings(store: Path) -> dict[str, str]:
     return headings
 
 
+DEMO_MARKER = ".rag-evidence-demo"
+"""The file that marks a `--workdir` as the demo's own (it writes there again on a rerun)."""
+DEMO_FILES = ("docs", "store", "queries.jsonl", "evidence.jsonl", "dead-letter.jsonl",
+              f"evidence.jsonl{MANIFEST_SUFFIX}")
+
+
 def demo_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
+    if args.workdir:
+        check_owned_folder("--workdir", args.workdir, DEMO_MARKER, DEMO_FILES)
+        check_corpus_folder(str(Path(args.workdir) / "docs"), "--workdir's docs")
     with tempfile.TemporaryDirectory(prefix="rag-evidence-demo-") as scratch:
         work = Path(args.workdir or scratch)
+        claim_folder(work, DEMO_MARKER)
         written = write_corpus(work / "docs")
         settings, embedder_line = demo_settings(args.config, environ, args.overrides,
                                                 work / "store")

@@ -27,6 +27,7 @@ from pipeline.run.continuation_plan import ContinuationPlan, plan_continuation
 from pipeline.run.manifest import remove_manifests, run_manifest, write_manifests
 from pipeline.run.preflight import preflight
 from pipeline.run.previous_check import check_finished_run
+from pipeline.run.state_files import StateFolder
 from pipeline.run.summary import RunSummary, summarize
 from stages.support import counters
 
@@ -56,6 +57,8 @@ def run(settings: Settings, io: RunIO, *, beam_args: Sequence[str] = (),
     then builds, runs and waits. The run reads the embedded store's version that is current
     when it starts, from start to end."""
     io.check()
+    if io.snapshot is not None:
+        StateFolder.of_snapshot(io.snapshot.location).check()
     previous = None if io.previous is None else check_finished_run(
         "--previous", io.previous.location)
     if port_factory is not None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,12 @@ import pyarrow as pa
 from connectors.embedded.changes import STATE_CHUNKS_FILE as CHUNKS_FILE
 from connectors.embedded.changes import keep_chunk_table
 from connectors.embedded.chunk_table import ChunkTable
+from core.errors import RagEvidenceError
 from core.file_digest import file_sha256
+from pipeline.config.backends import embedder_info
 from pipeline.config.settings import Settings
 from pipeline.io.json_file import write_json_file
+from pipeline.io.owned_folders import check_owned_folder, claim_folder
 from pipeline.io.parquet import ReadParquetQueries
 from pipeline.io.records import UnreadableRest
 from pipeline.io.single_file_sink import ParquetRows, WriteToSingleFile
@@ -37,6 +39,7 @@ STATE_SUFFIX = ".state"
 QUERIES_FILE = "queries.parquet"
 
 SETTINGS_FILE = "state.json"
+_STATE_FILES = (QUERIES_FILE, CHUNKS_FILE)
 FORMAT = 1
 STATE_SCHEMA = pa.schema([
     ("query_id", pa.string()), ("fingerprint", pa.string()),
@@ -48,14 +51,26 @@ STATE_SCHEMA = pa.schema([
 
 def settings_fingerprint(settings: Settings) -> str:
     """SHA-256 of the settings a query's evidence depends on: the rag and projection settings,
-    the embedder, and the backend and its index kind (not paths, batch sizes or the
-    stemmer, which dense recall does not use)."""
+    the embedder's settings and what it computes with (its model files' fingerprint: a model
+    folder whose pooling or tokenizer changed under the same name is another embedder), and
+    the backend and its index kind (not paths, batch sizes or the stemmer, which dense recall
+    does not use)."""
     relevant = {"rag": settings.rag.model_dump(mode="json"),
                 "projection": dataclasses.asdict(settings.projection),
                 "embedder": settings.embedder.model_dump(mode="json"),
+                "embedder_identity": _embedder_identity(settings),
                 "backend": settings.search.backend,
                 "index": settings.search.embedded.index}
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
+
+
+def _embedder_identity(settings: Settings) -> dict[str, Any]:
+    """What the configured embedder is by content; a run of vector queries only may have no
+    model to describe, which is said instead (and so never equals a described one)."""
+    try:
+        return embedder_info(settings.embedder).to_dict()
+    except RagEvidenceError as error:
+        return {"unavailable": str(error)}
 
 
 @dataclass(frozen=True)
@@ -72,17 +87,27 @@ class StateFolder:
     def queries(self) -> str:
         return str(self.path / QUERIES_FILE)
 
+    def check(self) -> None:
+        """Refuses, before any work, a state folder this run could not replace: a file, a
+        link to nothing, or a folder holding anything but an earlier state (see
+        `owned_folders`).
+
+        Raises:
+            InvalidInputError: naming the folder and what is in it.
+        """
+        check_owned_folder(f"the state folder of --snapshot ({STATE_SUFFIX})", str(self.path),
+                           SETTINGS_FILE, _STATE_FILES)
+
     def start(self, settings: Settings, version: Path, chunks: ChunkTable) -> None:
-        """Empties the folder (an earlier run's state of this snapshot) and writes what the
-        driver knows: the settings fingerprint, the store version and its chunk table
-        (`chunks`). The queries are written by the run."""
-        if self.path.is_dir():
-            shutil.rmtree(self.path)
-        self.path.mkdir(parents=True)
-        keep_chunk_table(chunks, self.path)
+        """Empties the folder of an earlier run's state (its files, nothing else: see `check`)
+        and writes what the driver knows: the settings fingerprint (the folder's marker, first),
+        the store version and its chunk table (`chunks`). The queries are written by the
+        run."""
+        claim_folder(self.path, SETTINGS_FILE, _STATE_FILES)
         write_json_file(str(self.path / SETTINGS_FILE),
                         {"format": FORMAT, "settings_sha256": settings_fingerprint(settings),
                          "store_version": version.name}, sort_keys=True)
+        keep_chunk_table(chunks, self.path)
 
     def described(self) -> dict[str, Any]:
         """What the manifest says of it: the folder and each file's SHA-256."""
