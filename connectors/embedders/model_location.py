@@ -25,10 +25,22 @@ _HOW_TO = ("nothing is downloaded at run time: set embedder.model to a directory
 
 
 def model_cache(environ: Mapping[str, str] | None = None) -> Path:
-    """The directory where models are looked up by name and packaged models extracted."""
+    """The directory where models are looked up by name and packaged models extracted.
+
+    Raises:
+        ConfigError: it (or a folder above it) is something other than a folder.
+    """
     environ = os.environ if environ is None else environ
     configured = environ.get(CACHE_ENV)
-    return Path(configured) if configured else Path.home() / ".cache" / "rag-evidence" / "models"
+    cache = (Path(configured) if configured
+             else Path.home() / ".cache" / "rag-evidence" / "models")
+    for folder in (cache, *cache.parents):
+        if os.path.lexists(folder):
+            if not folder.is_dir():
+                raise ConfigError(CACHE_ENV, str(cache), f"{folder} is not a folder (a file, or "
+                                  "a link to nothing): set it to a folder, or unset it")
+            break
+    return cache
 
 
 def locate_model(name: str, environ: Mapping[str, str] | None = None,

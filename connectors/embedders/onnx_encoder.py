@@ -44,37 +44,72 @@ class ModelLayout:
 
 
 def read_layout(directory: Path) -> ModelLayout:
-    """The layout of the sentence-transformers model in `directory`.
+    """The layout of the sentence-transformers model in `directory`, each value read from its
+    files checked as our own settings are.
 
     Raises:
-        ConfigError: a file is missing, or the model has a module this backend cannot run.
+        ConfigError: a file is missing or malformed, a value has the wrong type or range
+            (named with its file), or the model has a module this backend cannot run.
     """
     modules = _json(directory / "modules.json")
+    if not isinstance(modules, list) or not all(isinstance(m, dict) for m in modules):
+        raise _bad_value(directory / "modules.json", "modules", modules, "a list of objects")
     kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
     unknown = [k for k in kinds if k not in ("Transformer", "Pooling", "Normalize")]
-    if unknown or "Transformer" not in kinds or "Pooling" not in kinds:
+    if unknown or "Transformer" not in kinds or kinds.count("Pooling") != 1:
         raise ConfigError("embedder.backend", "onnx",
                           f"the model in {directory} has the modules {kinds}; the onnx backend "
-                          "runs Transformer, Pooling and Normalize only: use backend: torch")
-    (pooling_path,) = [m.get("path", "") for m in modules if str(m.get("type")).endswith(
+                          "runs Transformer, one Pooling and Normalize only: use backend: torch")
+    (pooling_path,) = [str(m.get("path", "")) for m in modules if str(m.get("type")).endswith(
         ".Pooling")]
-    pooling = _json(directory / pooling_path / "config.json")
-    modes = [mode for mode in POOLING_MODES if pooling.get(f"pooling_mode_{mode}")]
+    pooling_file = directory / pooling_path / "config.json"
+    pooling = _object(pooling_file)
+    modes = [mode for mode in POOLING_MODES if _value(pooling_file, pooling,
+                                                      f"pooling_mode_{mode}", bool, False)]
     if len(modes) != 1:
         raise ConfigError("embedder.backend", "onnx",
-                          f"the model's pooling ({directory / pooling_path / 'config.json'}) "
-                          f"sets {modes or 'no mode'}; the onnx backend runs exactly one of "
-                          f"{list(POOLING_MODES)}: use backend: torch")
-    settings = _json(directory / "sentence_bert_config.json")
+                          f"the model's pooling ({pooling_file}) sets {modes or 'no mode'}; "
+                          f"the onnx backend runs exactly one of {list(POOLING_MODES)}: use "
+                          "backend: torch")
+    settings_file = directory / "sentence_bert_config.json"
+    settings = _object(settings_file)
     onnx = next((directory / name for name in ONNX_FILES if (directory / name).is_file()), None)
     if onnx is None:
         raise ConfigError("embedder.backend", "onnx",
                           f"{directory} holds no {' or '.join(ONNX_FILES)}: export the model "
                           "to ONNX, or use backend: torch")
     return ModelLayout(onnx, _file(directory / "tokenizer.json"),
-                       int(settings.get("max_seq_length") or 512),
-                       bool(settings.get("do_lower_case", False)), modes[0],
-                       int(pooling["word_embedding_dimension"]), "Normalize" in kinds)
+                       _value(settings_file, settings, "max_seq_length", int, 512),
+                       _value(settings_file, settings, "do_lower_case", bool, False), modes[0],
+                       _value(pooling_file, pooling, "word_embedding_dimension", int, None),
+                       "Normalize" in kinds)
+
+
+def _object(path: Path) -> dict[str, Any]:
+    data = _json(path)
+    if not isinstance(data, dict):
+        raise _bad_value(path, "the file", data, "a JSON object")
+    return data
+
+
+def _value(path: Path, data: dict[str, Any], key: str, kind: type, default: Any) -> Any:
+    """`data[key]` of the model file `path`: a `kind` (a positive whole number for int), or
+    `default` when absent or null (a `default` of None: required)."""
+    value = data.get(key)
+    value = default if value is None else value
+    if value is None:
+        raise _bad_value(path, key, value, "set" + (" (a positive whole number)"
+                                                    if kind is int else ""))
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise _bad_value(path, key, value, "a positive whole number")
+    if kind is bool and not isinstance(value, bool):
+        raise _bad_value(path, key, value, "true or false")
+    return value
+
+
+def _bad_value(path: Path, key: str, value: Any, wanted: str) -> ConfigError:
+    return ConfigError("embedder.model", str(path.parent),
+                       f"{path.name}: {key}={value!r} must be {wanted}")
 
 
 class OnnxEncoder:

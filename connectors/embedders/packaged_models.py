@@ -129,19 +129,34 @@ def assemble(model: PackagedModel, cache: Path) -> Path | None:
 
 
 def verify(model: PackagedModel, folder: Path) -> None:
-    """Checks `folder`'s weights and tokenizer against the digests kept for `model`.
+    """Checks every file of `folder` that shapes the vectors: the weights and tokenizer
+    against the digests kept for `model`, and the configuration it writes (pooling,
+    normalization, maximum length, lower-casing) against what it writes.
 
     Raises:
-        ConfigError: a file is missing or its SHA-256 differs.
+        ConfigError: a file is missing, or its SHA-256 or its content differs.
     """
     expected = {path: file.sha256 for path, file in model.files.items()}
     for path, digest in {**expected, **model.checked_members}.items():
         found = _digest(folder / path)
         if found != digest:
-            raise ConfigError("embedder.model", model.folder,
-                              f"{folder / path} has SHA-256 {found}, not the packaged "
-                              f"{digest}: the file is damaged or another one; delete {folder} "
-                              f"to put it together again, or reinstall ({model.install})")
+            raise _damaged(model, folder, path, f"has SHA-256 {found}, not the packaged {digest}")
+    for path, content in model.config.items():
+        if _json_of(folder / path) != content:
+            raise _damaged(model, folder, path, f"is not the packaged model's {path}")
+
+
+def _damaged(model: PackagedModel, folder: Path, path: str, what: str) -> ConfigError:
+    return ConfigError("embedder.model", model.folder,
+                       f"{folder / path} {what}: the file is damaged or another one; delete "
+                       f"{folder} to put it together again, or reinstall ({model.install})")
+
+
+def _json_of(path: Path) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def _installed(file: PackagedFile) -> Path | None:

@@ -64,9 +64,12 @@ def model_dimension(model: str, environ: Mapping[str, str] | None = None,
     do not say (the model must be loaded to know).
 
     Raises:
-        ConfigError: the model is nowhere on this machine.
+        ConfigError: the model is nowhere on this machine; on `onnx`, its files are not a
+            model that backend runs (see `read_layout`).
     """
     directory = locate_model(model, environ, backend)
+    if backend == "onnx":  # what the backend runs, its files' values checked
+        return read_layout(directory).dimension
     dimension: int | None = None
     try:
         modules = json.loads((directory / "modules.json").read_text(encoding="utf-8"))
