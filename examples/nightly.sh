@@ -4,7 +4,9 @@
 #
 #   examples/nightly.sh CONFIG DOCS QUERIES RUNS_DIR [RUN_ID]
 #
-# RUN_ID defaults to today's date (YYYY-MM-DD). Everything of one night lands in
+# RUN_ID defaults to today's date (YYYY-MM-DD); any name of a folder will do (no "/", no
+# "..", no leading "." or "-"). The night compared with is the last one that finished, by
+# the time it finished, not by its name. Everything of one night lands in
 # RUNS_DIR/RUN_ID/: index.json (what index did), changed.jsonl (the queries whose evidence
 # changed since the last finished night), all.jsonl (every query's evidence: the next night's
 # --previous), dead-letters.jsonl, run.json (the run's counts) and nightly.log. The first
@@ -23,18 +25,33 @@ if [ $# -lt 4 ] || [ $# -gt 5 ]; then
     exit 2
 fi
 config=$1 docs=$2 queries=$3 runs=$4 run_id=${5:-$(date +%F)}
+
+# RUN_ID names a folder inside RUNS_DIR, nothing else: no path, no hidden name, no control
+# character (spaces are fine).
+if [ -z "$run_id" ] || [[ "$run_id" == *"/"* || "$run_id" == .* || "$run_id" == -* ||
+                         "$run_id" == *".."* || "$run_id" =~ [[:cntrl:]] ]]; then
+    printf 'nightly: RUN_ID %q must name a folder inside RUNS_DIR: no "/", no "..", no leading "." or "-", no control character\n' "$run_id" >&2
+    exit 2
+fi
 read -r -a rag <<< "${RAG_EVIDENCE:-rag-evidence}"
 night="$runs/$run_id"
-mkdir -p "$night" || exit 2
+mkdir -p -- "$night" || exit 2
 exec > >(tee -a "$night/nightly.log") 2>&1
 
-# The last night before this one that finished: its snapshot has a manifest.
+# The last night that finished, other than this one: the newest snapshot manifest (a run
+# writes it last, so its modification time is the night's end), whatever the nights' names.
 previous=""
-for folder in $(ls -1 "$runs" | LC_ALL=C sort); do
-    if [[ "$folder" < "$run_id" ]] && [ -e "$runs/$folder/all.jsonl.manifest.json" ]; then
-        previous="$runs/$folder/all.jsonl"
+newest=""
+for manifest in "$runs"/*/all.jsonl.manifest.json; do
+    [ -f "$manifest" ] || continue
+    [ "$manifest" -ef "$night/all.jsonl.manifest.json" ] && continue
+    if [ -z "$newest" ] || [ "$manifest" -nt "$newest" ]; then
+        newest=$manifest
     fi
 done
+if [ -n "$newest" ]; then
+    previous="${newest%.manifest.json}"
+fi
 if [ -z "$previous" ]; then
     echo "nightly $run_id: no earlier finished night in $runs: every query counts as new"
     previous="$night/.no-previous-night.jsonl"

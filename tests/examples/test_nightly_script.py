@@ -107,3 +107,16 @@ def test_too_many_failed_queries_fail_the_night(
 def test_a_night_that_cannot_start_exits_2(newcomer: tuple[Path, Path, Path, Path]) -> None:
     config, _, queries, runs = newcomer
     assert _night(config, runs / "no-such-docs", queries, runs, "2026-12-01") == 2
+
+
+@pytest.mark.parametrize(("first", "second"), [("9", "10"), ("night one", "night two")])
+def test_the_night_compared_with_is_the_last_finished_whatever_its_name(
+        newcomer: tuple[Path, Path, Path, Path], first: str, second: str) -> None:
+    """RUN_IDs 9 then 10 (10 sorts before 9 as text), and RUN_IDs with spaces (split into
+    words by an unquoted loop): the second night compares with the first all the same."""
+    config, docs, queries, runs = newcomer
+    assert _night(config, docs, queries, runs, first) == 0
+    assert _night(config, docs, queries, runs, second) == 0
+    log = (runs / second / "nightly.log").read_text()
+    assert f"comparing with {runs / first / 'all.jsonl'}" in log
+    assert (runs / second / "changed.jsonl").read_text() == ""  # nothing changed
