@@ -1,6 +1,6 @@
 """examples/nightly.sh treats its arguments as data: a RUN_ID that is not a folder's name in
-RUNS_DIR is refused in one line, exit 2, before anything is made or run; and the script is
-shellcheck clean."""
+RUNS_DIR is refused in one line, exit 2, before anything is made or run; and the shell
+scripts are shellcheck clean."""
 
 from __future__ import annotations
 
@@ -32,12 +32,13 @@ def test_a_run_id_that_is_no_folder_name_is_refused_before_anything_is_made(
     assert not called.exists()
 
 
-def test_the_nightly_script_is_shellcheck_clean() -> None:
+def test_the_shell_scripts_are_shellcheck_clean() -> None:
     shellcheck = shutil.which("shellcheck")
     if shellcheck is None:
         if os.environ.get("CI"):
             pytest.fail("CI installs shellcheck (Debian's package): .ci/run lost that step")
         pytest.skip("shellcheck is not installed here (apt-get install shellcheck)")
-    done = subprocess.run([shellcheck, "-S", "style", str(SCRIPT)], capture_output=True,
-                          text=True, timeout=60, check=False)
+    scripts = [SCRIPT, ROOT / ".ci" / "run", *(ROOT / "bench").glob("*.sh")]
+    done = subprocess.run([shellcheck, "-S", "warning", *map(str, scripts)],
+                          capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stdout
