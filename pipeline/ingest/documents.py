@@ -97,6 +97,21 @@ def read_document(root: str | Path, path: str | Path, follow_symlinks: bool = Fa
                                 f" at position {error.start})") from None
 
 
+def is_utf8(name: str) -> bool:
+    """Whether a name read from the file system is text (not bytes it could not decode)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_name(name: str) -> str:
+    """A file system name as text for messages and failure lines: bytes that are not UTF-8
+    shown as `\\xNN`."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def document_id(root: str | Path, path: str | Path) -> str:
     """A document's id: its path relative to `root`."""
     return Path(path).relative_to(root).as_posix()

@@ -4,6 +4,7 @@ against the store's catalog -> (embed) -> write the new and changed chunks, dele
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -162,7 +163,8 @@ def _document_chunks(pipeline: beam.Pipeline, settings: Settings, root: str,
     """Documents -> chunks, fingerprinted as `embedder` will embed them."""
     chunking = ChunkDocuments(root, settings.chunking.max_chars, settings.chunking.overlap,
                               follow_symlinks)
-    chunked = guarded_step(pipeline | "Documents" >> beam.Create(paths), "Chunk", chunking,
+    named = [os.fsencode(path) for path in paths]  # bytes: a name need not be UTF-8
+    chunked = guarded_step(pipeline | "Documents" >> beam.Create(named), "Chunk", chunking,
                            errors, main="chunks", tags=(NOT_INDEXED, KEPT, READ))
     pending = chunked.chunks | "Fingerprint" >> beam.Map(pending_document_chunk, embedder)
     return Inputs(pending, [chunked[NOT_INDEXED]], chunked[KEPT], chunked[READ])

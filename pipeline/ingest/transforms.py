@@ -4,6 +4,7 @@ ChunkTarget."""
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator, Sequence
 from typing import TypeVar, cast
 
@@ -20,7 +21,13 @@ from core.errors import (
     RagEvidenceError,
     redact,
 )
-from pipeline.ingest.documents import DocumentChunk, chunks_of, document_id
+from pipeline.ingest.documents import (
+    DocumentChunk,
+    chunks_of,
+    document_id,
+    is_utf8,
+    shown_name,
+)
 from pipeline.ingest.kept import Kept, kept_of_line
 from pipeline.ingest.plan import Pending, Planned
 from pipeline.ingest.sources import parse_chunk_line
@@ -77,7 +84,9 @@ def _places(element: object, chunks_path: str | None) -> Iterator[str]:
         yield chunk_key(element.doc_id, element.chunk_index)
     elif isinstance(element, tuple) and len(element) == 2:  # a numbered chunk line
         yield f"{chunks_path}:{element[0]}"
-    else:  # a document path
+    elif isinstance(element, bytes):  # a document path
+        yield shown_name(os.fsdecode(element))
+    else:
         yield str(element)
 
 
@@ -116,8 +125,13 @@ class ChunkDocuments(GuardedDoFn):
         self._root, self._follow = root, follow_symlinks
         self._max_chars, self._overlap = max_chars, overlap
 
-    def answers(self, path: str) -> Iterator[DocumentChunk | pvalue.TaggedOutput]:
+    def answers(self, named: bytes) -> Iterator[DocumentChunk | pvalue.TaggedOutput]:
+        path = os.fsdecode(named)  # a file name is bytes: any of them reaches this step
         doc = document_id(self._root, path)
+        if not is_utf8(doc):
+            yield _failed(shown_name(path), "its file name is not UTF-8 text, which a "
+                          "document id must be: rename the file")
+            return
         try:
             chunks = chunks_of(self._root, path, self._max_chars, self._overlap, self._follow,
                                doc)
