@@ -59,6 +59,9 @@ def load_settings(config_path: str | Path | None = None,
 def _file_layer(path: str | Path | None) -> dict[str, Any]:
     if path is None:
         return {}
+    if Path(path).exists() and not Path(path).is_file():
+        raise ConfigError("--config", str(path), "is not a regular file (a folder, a pipe or a "
+                          "device); name a YAML file")
     try:
         text = _bounded_text(Path(path))
         data = yaml.safe_load(text)
