@@ -167,3 +167,14 @@ class RebuildIncompleteError(RagEvidenceError):
             "committed only whole: the embedded store keeps its current version (Elasticsearch, "
             "which has no transactions, keeps what was written); fix the input and rebuild "
             "again")
+
+
+class WallTimeExceededError(RagEvidenceError):
+    """A job ran past its `job.max-wall-time` and was cancelled; nothing was committed. Not a
+    refusal (exit 2): the job was started, so the CLI exits 3, as for a crash."""
+
+    def __init__(self, limit_seconds: float, runner: str) -> None:
+        self.limit_seconds = limit_seconds
+        super().__init__(f"the job ran past job.max-wall-time={limit_seconds:g} s on "
+                         f"{runner} and was cancelled; nothing was committed (no manifest, "
+                         "the store keeps its version)")

@@ -138,3 +138,33 @@ def _metadata(hint: Any) -> Iterator[Any]:
     elif typing.get_origin(hint) in (typing.Union, types.UnionType):
         for arg in typing.get_args(hint):
             yield from _metadata(arg)
+
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def seconds_of(value: Any) -> Any:
+    """A duration in seconds: a number of seconds, or a text `N` + `s`, `m` or `h` (`90m`,
+    `1.5h`); anything else is left for the number check to refuse."""
+    _not_a_boolean(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        unit = _UNITS.get(text[-1:]) if text else None
+        number = text[:-1] if unit else text
+        try:
+            return float(number) * (unit or 1.0)
+        except ValueError:
+            raise ValueError("must be a duration: seconds, or a number with s, m or h "
+                             "(90m, 2h)") from None
+    return value
+
+
+def _positive(value: float) -> float:
+    if not value > 0:
+        raise ValueError("must be more than 0")
+    return value
+
+
+Duration = Annotated[float, BeforeValidator(seconds_of), AfterValidator(_finite),
+                     AfterValidator(_positive)]
+"""A positive finite duration in seconds, written as seconds or with s, m or h."""

@@ -17,7 +17,9 @@
 # MAX_DEAD_LETTERS (default 5%) failed; 2 nothing done, retry later (a config error, an input
 # that cannot be read, another job holding the store); 3 crashed (see nightly.log).
 #
-# RAG_EVIDENCE is the command to call (default: rag-evidence on PATH).
+# RAG_EVIDENCE is the command to call (default: rag-evidence on PATH); MAX_WALL_TIME (such as
+# 2h) cancels a run still going after it (exit 3), so a run hung on an engine never blocks the
+# next night.
 set -uo pipefail
 
 if [ $# -lt 4 ] || [ $# -gt 5 ]; then
@@ -73,7 +75,7 @@ fi
 "${rag[@]}" run --config "$config" --queries "$queries" --out "$night/changed.jsonl" \
     --previous "$previous" --snapshot "$night/all.jsonl" \
     --dead-letter "$night/dead-letters.jsonl" --summary "$night/run.json" \
-    --max-dead-letters "${MAX_DEAD_LETTERS:-5%}"
+    --max-dead-letters "${MAX_DEAD_LETTERS:-5%}" ${MAX_WALL_TIME:+--max-wall-time "$MAX_WALL_TIME"}
 ran=$?
 status=$(( ran > indexed ? ran : indexed ))
 echo "nightly $run_id: index exited $indexed, run exited $ran: exit $status"

@@ -22,7 +22,9 @@ from stages.support.counters import DEAD_LETTERS, QUERIES
 
 
 def _settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
-    return load_settings(args.config, environ, args.overrides)
+    wall_time = getattr(args, "max_wall_time", None)
+    flags = [] if wall_time is None else [f"job.max-wall-time={wall_time}"]
+    return load_settings(args.config, environ, [*args.overrides, *flags])
 
 
 def index_command(args: argparse.Namespace, beam_args: Sequence[str],

@@ -51,6 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--max-dead-letters", metavar="N|N%",
                      help="exit 1 when more queries than this (a count, or a share of the "
                           "queries) end as dead letters; the results are written all the same")
+    run.add_argument("--max-wall-time", metavar="DURATION",
+                     help="cancel the job if it is still running after this long (seconds, "
+                     "or 90m, 2h): it commits nothing and exits 3 (job.max-wall-time)")
     run.add_argument("--previous", metavar="PREV",
                      help="an earlier result file: write only the queries whose evidence changed")
     run.add_argument("--snapshot", metavar="FILE",
@@ -93,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, beam_args = _parser().parse_known_args(argv)
     configure_logging(args.verbose)
     # Imported once logging is set up: importing Beam logs warnings that the setup filters.
-    from core.errors import RagEvidenceError, redact
+    from core.errors import RagEvidenceError, WallTimeExceededError, redact
     from pipeline.cli.commands import explain_command, index_command, run_command
     from pipeline.cli.demo import demo_command
     from pipeline.eval.command import corpus_command, eval_command
@@ -114,6 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "corpus":
             return corpus_command(args)
         return demo_command(args, os.environ)
+    except WallTimeExceededError as error:
+        print(f"rag-evidence: stopped: {error}", file=sys.stderr)
+        return CRASHED
     except RagEvidenceError as error:
         print(f"rag-evidence: error: {error}", file=sys.stderr)
         return 2

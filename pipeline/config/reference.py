@@ -94,6 +94,9 @@ MEANINGS = {
     "embedder.normalize": "L2-normalise the model's vectors",
     "chunking.max-chars": "chunk size for `index --docs`",
     "chunking.overlap": "characters consecutive chunks share, below `max-chars`",
+    "job.max-wall-time": "a job still running after this long (seconds, or `90m`, `2h`) is "
+                         "cancelled, commits nothing and exits 3 (`run --max-wall-time`); off "
+                         "when unset",
 }
 """What each key means: the one thing about a setting the model does not say."""
 

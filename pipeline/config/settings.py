@@ -19,7 +19,7 @@ from connectors.embedded.vector_search import HnswParams
 from connectors.embedder_port import EMBEDDER_DIM
 from connectors.embedders.model_location import MINILM
 from connectors.embedders.sentence_transformer import DEFAULT_BACKEND, unavailable
-from core.params import Bound, Real, Whole, kebab
+from core.params import Bound, Duration, Real, Whole, kebab
 from core.stemmer import DEFAULT_STEMMER, StemmerName
 from stages.dedup import DedupKey
 from stages.fusion import RRF_K, RetrieverFamily, RrfSettings, Weight
@@ -189,6 +189,12 @@ class ChunkingSettings(Section):
         return self
 
 
+class JobSettings(Section):
+    """How long a job may run."""
+
+    max_wall_time: Duration | None = None
+
+
 FOLDED: dict[tuple[str, ...], tuple[str, ...]] = {
     ("search", "elasticsearch", "retry"): ("search", "elasticsearch")}
 """Sections that settings spell flat in their parent (`search.elasticsearch.max-attempts`)."""
@@ -202,3 +208,4 @@ class Settings(Section):
     projection: ProjectionBudget = ProjectionBudget()
     embedder: EmbedderSettings = EmbedderSettings()
     chunking: ChunkingSettings = ChunkingSettings()
+    job: JobSettings = JobSettings()

@@ -138,7 +138,7 @@ def run_index(settings: Settings, *, chunks: str | None = None, docs: str | None
         internal = errors.output() | "InternalFailures" >> beam.FlatMap(internal_failures, chunks)
         if failures_path:
             _write_failures((*failed, written, deleted, internal), failures_path)
-        result = run_to_completion(pipeline)
+        result = run_to_completion(pipeline, settings.job.max_wall_time)
         totals = counters.totals(result)
         if totals.get(counters.DUPLICATE_IDS):  # the plan wrote and deleted nothing
             raise InvalidInputError("id", duplicated_id(chunks), "appears twice")

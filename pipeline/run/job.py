@@ -87,7 +87,7 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
         pipeline = job_pipeline(options)
         build_pipeline(pipeline, settings, io, port_factory=port_factory,
                        embedder_factory=embedder_factory, embedder_refusal=refusal, plan=plan)
-        result = run_to_completion(pipeline)
+        result = run_to_completion(pipeline, settings.job.max_wall_time)
         summary = summarize(result, time.monotonic() - started, io.counts,
                             backend_of(settings).counters, compared=io.previous is not None)
         if plan.continues is not None:

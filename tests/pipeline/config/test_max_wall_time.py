@@ -1,0 +1,82 @@
+"""`job.max-wall-time` (`run --max-wall-time`): a job still running after it is cancelled,
+commits nothing and exits 3; a job within it runs as without it; the value is parsed, not
+guessed."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import apache_beam as beam
+import pytest
+
+from core.errors import ConfigError, WallTimeExceededError
+from pipeline.cli.main import main
+from pipeline.config.beam_options import job_pipeline, pipeline_options
+from pipeline.config.heap import run_to_completion
+from pipeline.config.loader import load_settings
+
+
+def _sleeping(seconds: float) -> beam.Pipeline:
+    pipeline = job_pipeline(pipeline_options([]))
+    _ = pipeline | beam.Create([seconds]) | beam.Map(time.sleep)
+    return pipeline
+
+
+def test_a_local_job_past_its_wall_time_is_stopped_and_named() -> None:
+    started = time.monotonic()
+    with pytest.raises(WallTimeExceededError, match=r"max-wall-time=1 s"):
+        run_to_completion(_sleeping(60), max_wall_time=1)
+    assert time.monotonic() - started < 30  # not the 60 s the job would take
+
+
+def test_a_job_within_its_wall_time_finishes_as_without_one() -> None:
+    result = run_to_completion(_sleeping(0), max_wall_time=60)
+    assert result.state == "DONE"
+
+
+@pytest.mark.parametrize(("written", "seconds"), [("90", 90), ("90s", 90), ("1.5m", 90),
+                                                  ("2h", 7200), ("0.5", 0.5)])
+def test_a_wall_time_is_read_in_seconds_minutes_or_hours(written: str, seconds: float) -> None:
+    assert load_settings(overrides=[f"job.max-wall-time={written}"]).job.max_wall_time == seconds
+
+
+@pytest.mark.parametrize("written", ["0", "-1", "abc", "1d", "true", "inf", "nan", "''"])
+def test_a_wall_time_that_is_no_positive_duration_is_refused(written: str) -> None:
+    with pytest.raises(ConfigError, match="job.max-wall-time"):
+        load_settings(overrides=[f"job.max-wall-time={written}"])
+
+
+def test_run_refuses_a_bad_max_wall_time_before_anything_is_written(
+        store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q", "vector": [1.0] * 8}) + "\n")
+    out = tmp_path / "out.jsonl"
+    assert main(["run", "--config", str(store_config), "--queries", str(queries), "--out",
+                 str(out), "--max-wall-time", "soon"]) == 2
+    assert "job.max-wall-time" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_run_within_its_max_wall_time_writes_its_results(
+        store_config: Path, tmp_path: Path) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": "q", "vector": [1.0] * 8}) + "\n")
+    out = tmp_path / "out.jsonl"
+    assert main(["run", "--config", str(store_config), "--queries", str(queries), "--out",
+                 str(out), "--max-wall-time", "10m"]) == 0
+    assert Path(f"{out}.manifest.json").exists()
+
+
+def test_run_past_its_max_wall_time_exits_3_and_commits_nothing(
+        store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("".join(json.dumps({"id": f"q{i}", "vector": [1.0] * 8}) + "\n"
+                               for i in range(2000)))
+    out = tmp_path / "out.jsonl"
+    assert main(["run", "--config", str(store_config), "--queries", str(queries), "--out",
+                 str(out), "--max-wall-time", "0.05"]) == 3  # Beam alone starts slower
+    error = capsys.readouterr().err
+    assert "max-wall-time=0.05 s" in error and "nothing was committed" in error
+    assert not Path(f"{out}.manifest.json").exists()
