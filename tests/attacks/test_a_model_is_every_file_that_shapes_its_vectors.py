@@ -92,3 +92,53 @@ def test_a_model_cache_that_is_a_file_is_one_line(
                  "--queries", str(queries), "--out", str(tmp_path / "out.jsonl")]) == 2
     assert f"{CACHE_ENV}" in capsys.readouterr().err
     assert a_file.read_text() == "not a folder"
+
+
+@pytest.mark.slow  # the model embeds two nights of documents and queries
+def test_a_rebuilt_store_of_a_changed_model_is_never_continued_from_the_old_state(
+        cache: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The reported case: pooling changed (mean to CLS), `index --rebuild` as the error says,
+    then `run --previous`: every query is answered in full with the new model, not continued
+    with last night's query vectors."""
+    model = tmp_path / "my-encoder"
+    shutil.copytree(_packaged(cache), model)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in (("json.md", "Parse a JSON document into a dictionary."),
+                       ("csv.md", "Read rows of a CSV file with a reader."),
+                       ("re.md", "Match text against a regular expression.")):
+        (docs / name).write_text(f"# {name}\n\n{text}")
+    config = tmp_path / "config.yaml"
+    config.write_text(f"search:\n  embedded:\n    path: {tmp_path / 'store'}\n"
+                      f"embedder:\n  kind: sentence-transformers\n  model: {model}\n")
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("".join(json.dumps({"id": f"q{i}", "text": t}) + "\n" for i, t in
+                               enumerate(["parse json", "read a csv file", "regex match"])))
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+
+    def night(name: str, previous: Path) -> Path:
+        snapshot = tmp_path / name / "all.jsonl"
+        snapshot.parent.mkdir()
+        assert main(["run", "--config", str(config), "--queries", str(queries), "--out",
+                     str(tmp_path / name / "changed.jsonl"), "--previous", str(previous),
+                     "--snapshot", str(snapshot), "--summary",
+                     str(tmp_path / name / "run.json")]) == 0
+        return snapshot
+
+    assert main(["index", "--config", str(config), "--docs", str(docs)]) == 0
+    first = night("n1", empty)
+    _cls_pooling(model)
+    assert main(["index", "--config", str(config), "--docs", str(docs)]) == 2  # refused
+    assert main(["index", "--config", str(config), "--docs", str(docs), "--rebuild"]) == 0
+    second = night("n2", first)
+    counts = json.loads((tmp_path / "n2" / "run.json").read_text())["counts"]
+    assert counts["queries_continued"] == 0 and counts["full_not_continuable"] == 3
+    manifest = json.loads(Path(f"{second}.manifest.json").read_text())
+    assert "settings differ" in manifest["continuation"]["answered_in_full"]
+    full = tmp_path / "full.jsonl"
+    assert main(["run", "--config", str(config), "--queries", str(queries), "--out",
+                 str(full)]) == 0
+    by_id = {r["query_id"]: r["evidence"] for r in map(json.loads, second.read_text().splitlines())}
+    assert by_id == {r["query_id"]: r["evidence"]
+                     for r in map(json.loads, full.read_text().splitlines())}
