@@ -14,6 +14,7 @@ from pathlib import Path
 
 from connectors.embedders.packaged_models import MINILM, assemble, packaged_model
 from core.errors import ConfigError
+from core.folder_paths import folder_path_problem
 
 __all__ = ["CACHE_ENV", "MINILM", "locate_model", "model_cache"]
 
@@ -34,12 +35,9 @@ def model_cache(environ: Mapping[str, str] | None = None) -> Path:
     configured = environ.get(CACHE_ENV)
     cache = (Path(configured) if configured
              else Path.home() / ".cache" / "rag-evidence" / "models")
-    for folder in (cache, *cache.parents):
-        if os.path.lexists(folder):
-            if not folder.is_dir():
-                raise ConfigError(CACHE_ENV, str(cache), f"{folder} is not a folder (a file, or "
-                                  "a link to nothing): set it to a folder, or unset it")
-            break
+    problem = folder_path_problem(cache)
+    if problem:
+        raise ConfigError(CACHE_ENV, str(cache), f"{problem}; set it to a folder, or unset it")
     return cache
 
 

@@ -16,6 +16,8 @@ from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.versions import VersionLease, current_version
 from connectors.embedded.writer import EmbeddedStoreTarget
 from connectors.search_port import PortFactory
+from core.errors import ConfigError
+from core.folder_paths import folder_path_problem
 from pipeline.config.settings import Settings
 from stages.support import counters
 
@@ -39,7 +41,16 @@ def pinned_port_factory(settings: Settings) -> Iterator[tuple[PortFactory, Path 
 
 
 def chunk_target(settings: Settings) -> ChunkTarget:
+    """The store `index` writes.
+
+    Raises:
+        ConfigError: `search.embedded.path` is a file, a dangling link, or under a file.
+    """
     embedded = settings.search.embedded
+    problem = folder_path_problem(embedded.path)
+    if problem:
+        raise ConfigError("search.embedded.path", embedded.path, f"{problem}; the store is a "
+                          "folder")
     return EmbeddedStoreTarget(embedded.path, embedded.index, embedded.hnsw, embedded.stemmer)
 
 

@@ -12,6 +12,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from core.errors import InvalidInputError
+from core.folder_paths import folder_path_problem
 
 
 def _leftover(name: str, names: Collection[str]) -> bool:
@@ -40,18 +41,15 @@ def check_owned_folder(flag: str, path: str, marker: str, names: Collection[str]
         InvalidInputError: naming `flag`, the path, and what is in the way.
     """
     folder = Path(path)
+    problem = folder_path_problem(folder)
+    if problem:
+        raise InvalidInputError(flag, path, f"{problem}; move it or name another folder")
     if not folder.exists():
-        if folder.is_symlink():
-            raise InvalidInputError(flag, path, "is a link to nothing; remove it or name "
-                                    "another folder")
         parent = folder.parent
         if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
             raise InvalidInputError(flag, path, f"cannot be made: {str(parent)!r} is not a "
                                     "writable folder")
         return
-    if not folder.is_dir():
-        raise InvalidInputError(flag, path, "is a file, not a folder; move it or name another "
-                                "folder")
     if not os.access(folder, os.R_OK | os.W_OK | os.X_OK):
         raise InvalidInputError(flag, path, "is a folder that cannot be read and written")
     foreign = foreign_entries(folder, marker, names)

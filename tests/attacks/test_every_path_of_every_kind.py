@@ -89,6 +89,10 @@ FLAGS = [
                             ("--plot", "--json"))),
     *(Flag("eval", name, False, lambda f, p, n=name: _eval(f, n, p))
       for name in ("--qrels", "--queries")),
+    Flag("index", "search.embedded.path", True,
+         lambda f, p: _index(f, "--set", f"search.embedded.path={p}")),
+    Flag("run", "search.embedded.path", False,
+         lambda f, p: _run(f, "--set", f"search.embedded.path={p}")),
     Flag("corpus", "OUT", True, lambda f, p: ["corpus", p]),
     Flag("demo", "--workdir", True, lambda f, p: ["demo", "--workdir", p]),
 ]
