@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 
+from core.errors import ConfigError
 from pipeline.cli.explain_report import explanation_text
 from pipeline.config.backends import backend_of
 from pipeline.config.loader import load_settings
@@ -23,6 +24,9 @@ from stages.support.counters import DEAD_LETTERS, QUERIES
 
 def _settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Settings:
     wall_time = getattr(args, "max_wall_time", None)
+    if wall_time is not None and not wall_time.strip():  # YAML would read it as unset
+        raise ConfigError("job.max-wall-time", wall_time, "--max-wall-time must be a duration: "
+                          "seconds, or a number with s, m or h (90m, 2h)")
     flags = [] if wall_time is None else [f"job.max-wall-time={wall_time}"]
     return load_settings(args.config, environ, [*args.overrides, *flags])
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli.main import main
+from tests.pipeline.cli_runs import vector_run
 
 
 def _digest(path: Path) -> str:
@@ -95,14 +96,17 @@ def test_qrels_that_cannot_be_read_as_judgments_are_one_line(
     assert says in error and "Traceback" not in error
 
 
-def test_an_empty_dead_letter_limit_is_refused_not_taken_as_none(
-        store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    queries = tmp_path / "q.jsonl"
-    queries.write_text(json.dumps({"id": "q", "vector": [1.0] * 8}) + "\n")
-    out = tmp_path / "out.jsonl"
-    assert main(["run", "--config", str(store_config), "--queries", str(queries), "--out",
-                 str(out), "--max-dead-letters", ""]) == 2
-    assert "--max-dead-letters" in capsys.readouterr().err
+@pytest.mark.parametrize(("flag", "value", "named"), [
+    ("--max-dead-letters", "", "--max-dead-letters"),  # was taken as no limit at all
+    ("--max-dead-letters", "101%", "--max-dead-letters"),
+    ("--max-wall-time", "soon", "job.max-wall-time"),
+    ("--max-wall-time", "", "job.max-wall-time")])
+def test_a_run_value_that_does_not_parse_is_refused_before_anything_is_written(
+        store_config: Path, tmp_path: Path, flag: str, value: str, named: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    argv, out = vector_run(store_config, tmp_path, flag, value)
+    assert main(argv) == 2
+    assert named in capsys.readouterr().err
     assert not out.exists()
 
 

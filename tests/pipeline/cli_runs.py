@@ -39,3 +39,13 @@ def run_cli(config: Path, tmp: Path, lines: list[str], *extra: str) -> tuple[lis
     code = main(["run", "--config", str(config), "--queries", str(queries), "--out", str(out),
                  "--dead-letter", str(dead), *extra])
     return lines_of(out), lines_of(dead), code
+
+
+def vector_run(config: Path, tmp: Path, *extra: str, queries: int = 1) -> tuple[list[str], Path]:
+    """`run`'s command line over `queries` vector queries of DIM dims: (argv, the --out path)."""
+    path = tmp / "q.jsonl"
+    path.write_text("".join(json.dumps({"id": f"q{i}", "vector": [1.0] * DIM}) + "\n"
+                            for i in range(queries)))
+    out = tmp / "out.jsonl"
+    return ["run", "--config", str(config), "--queries", str(path), "--out", str(out),
+            *extra], out

@@ -4,7 +4,6 @@ guessed."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from pipeline.cli.main import main
 from pipeline.config.beam_options import job_pipeline, pipeline_options
 from pipeline.config.heap import run_to_completion
 from pipeline.config.loader import load_settings
+from tests.pipeline.cli_runs import vector_run
 
 
 def _sleeping(seconds: float) -> beam.Pipeline:
@@ -48,35 +48,17 @@ def test_a_wall_time_that_is_no_positive_duration_is_refused(written: str) -> No
         load_settings(overrides=[f"job.max-wall-time={written}"])
 
 
-def test_run_refuses_a_bad_max_wall_time_before_anything_is_written(
-        store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    queries = tmp_path / "q.jsonl"
-    queries.write_text(json.dumps({"id": "q", "vector": [1.0] * 8}) + "\n")
-    out = tmp_path / "out.jsonl"
-    assert main(["run", "--config", str(store_config), "--queries", str(queries), "--out",
-                 str(out), "--max-wall-time", "soon"]) == 2
-    assert "job.max-wall-time" in capsys.readouterr().err
-    assert not out.exists()
-
-
 def test_run_within_its_max_wall_time_writes_its_results(
         store_config: Path, tmp_path: Path) -> None:
-    queries = tmp_path / "q.jsonl"
-    queries.write_text(json.dumps({"id": "q", "vector": [1.0] * 8}) + "\n")
-    out = tmp_path / "out.jsonl"
-    assert main(["run", "--config", str(store_config), "--queries", str(queries), "--out",
-                 str(out), "--max-wall-time", "10m"]) == 0
+    argv, out = vector_run(store_config, tmp_path, "--max-wall-time", "10m")
+    assert main(argv) == 0
     assert Path(f"{out}.manifest.json").exists()
 
 
 def test_run_past_its_max_wall_time_exits_3_and_commits_nothing(
         store_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    queries = tmp_path / "q.jsonl"
-    queries.write_text("".join(json.dumps({"id": f"q{i}", "vector": [1.0] * 8}) + "\n"
-                               for i in range(2000)))
-    out = tmp_path / "out.jsonl"
-    assert main(["run", "--config", str(store_config), "--queries", str(queries), "--out",
-                 str(out), "--max-wall-time", "0.05"]) == 3  # Beam alone starts slower
+    argv, out = vector_run(store_config, tmp_path, "--max-wall-time", "0.05", queries=2000)
+    assert main(argv) == 3  # Beam alone starts slower
     error = capsys.readouterr().err
     assert "max-wall-time=0.05 s" in error and "nothing was committed" in error
     assert not Path(f"{out}.manifest.json").exists()
