@@ -45,8 +45,8 @@ def check_owned_folder(flag: str, path: str, marker: str, names: Collection[str]
     if problem:
         raise InvalidInputError(flag, path, f"{problem}; move it or name another folder")
     if not folder.exists():
-        parent = folder.parent
-        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        parent = next(p for p in folder.absolute().parents if p.exists())  # a folder, as checked
+        if not os.access(parent, os.W_OK | os.X_OK):
             raise InvalidInputError(flag, path, f"cannot be made: {str(parent)!r} is not a "
                                     "writable folder")
         return

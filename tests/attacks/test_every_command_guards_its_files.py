@@ -187,3 +187,17 @@ def test_a_corpus_is_written_again_into_its_own_folder(tmp_path: Path) -> None:
     written = sorted(p.name for p in folder.iterdir())
     assert main(["corpus", str(folder)]) == 0
     assert sorted(p.name for p in folder.iterdir()) == written
+
+
+def test_a_corpus_into_a_folder_yet_to_be_made_makes_it(tmp_path: Path) -> None:
+    folder = tmp_path / "a" / "b"
+    assert main(["corpus", str(folder)]) == 0
+    assert (folder / "json.md").is_file()
+
+
+@pytest.mark.slow  # the whole demo, twice
+def test_a_demo_workdir_yet_to_be_made_is_made_and_used_again(tmp_path: Path) -> None:
+    work = tmp_path / "new" / "work"
+    assert main(["demo", "--workdir", str(work)]) == 0
+    assert main(["demo", "--workdir", str(work)]) == 0
+    assert (work / "evidence.jsonl").is_file() and (work / "docs" / "json.md").is_file()
