@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -87,14 +88,66 @@ def test_a_killed_worker_leaves_whole_evidence_or_the_previous_out(
         assert not manifest.exists()
 
 
-def _kill_one_worker(pool: WorkerPool, earlier: set[int],
-                     job: subprocess.Popen) -> int | None:
+WALL_TIME_SECONDS = 20
+"""The wall time of the run below: half of what its 10k queries take on Flink here."""
+
+
+def test_a_job_whose_worker_dies_in_setup_ends_by_its_wall_time(
+        flink: list[str], worker_pool: WorkerPool, tmp_path: Path, sdk_python: Path,
+        sdk_env: dict[str, str], hashing_store: Path, many_queries: Path) -> None:
+    """The hang seen once under the real-engines issue: a worker killed while Flink sets up its
+    environment. Whatever Flink then does (hang, fail or restart), `--max-wall-time` ends the
+    run by its limit: exit 3, the previous OUT as it was, no manifest, and the job no longer
+    running on the cluster."""
+    out, log = tmp_path / "out.jsonl", tmp_path / "run.log"
+    out.write_text(PREVIOUS)
+    earlier = set(worker_pool.workers())
+    started = time.monotonic()
+    with log.open("w") as output:
+        job = subprocess.Popen(
+            [str(sdk_python), "-m", "pipeline.cli", "run", "--config", str(hashing_store),
+             "--queries", str(many_queries), "--out", str(out), "--max-wall-time",
+             str(WALL_TIME_SECONDS), *flink],
+            cwd=tmp_path, env=sdk_env, stdout=output, stderr=subprocess.STDOUT)
+    try:
+        killed = _kill_one_worker(worker_pool, earlier, job, worked_seconds=0.0)
+        assert killed, f"the job ended before a worker came up:\n{log.read_text()[-3000:]}"
+        code = job.wait(timeout=WALL_TIME_SECONDS + 120)
+    finally:
+        job.kill()
+    took = time.monotonic() - started
+    assert code == 3, f"exit {code}\n{log.read_text()[-3000:]}"
+    assert out.read_text() == PREVIOUS and not Path(f"{out}.manifest.json").exists()
+    rest = flink[flink.index("--flink_master") + 1]
+    running = _running_jobs(rest)
+    print(f"flink: worker {killed} killed in setup; the run exited {code} after {took:.0f} s; "
+          f"jobs still running: {running}")
+    assert not running, f"the cancelled job still runs on the cluster: {running}"
+
+
+def _running_jobs(rest: str, wait_seconds: float = 30) -> list[str]:
+    """The ids of the jobs the Flink cluster at `rest` still runs, once those being cancelled
+    had `wait_seconds` to end."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        url = rest if rest.startswith("http") else f"http://{rest}"
+        with urllib.request.urlopen(f"{url}/jobs/overview", timeout=5) as answer:
+            jobs = json.load(answer)["jobs"]
+        running = [j["jid"] for j in jobs if j["state"] not in
+                   ("FINISHED", "FAILED", "CANCELED")]
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(1)
+
+
+def _kill_one_worker(pool: WorkerPool, earlier: set[int], job: subprocess.Popen,
+                     worked_seconds: float = WORKED_SECONDS) -> int | None:
     """SIGKILLs the first SDK worker the pool started for `job` to have spent
-    `WORKED_SECONDS` of CPU, if the job is still running then; returns the id it killed."""
+    `worked_seconds` of CPU, if the job is still running then; returns the id it killed."""
     deadline = time.monotonic() + JOB_SECONDS
     while job.poll() is None and time.monotonic() < deadline:
         for worker in sorted(set(pool.workers()) - earlier):
-            if _cpu_seconds(worker) >= WORKED_SECONDS:
+            if _cpu_seconds(worker) >= worked_seconds:
                 os.kill(worker, signal.SIGKILL)
                 return worker
         time.sleep(0.1)
