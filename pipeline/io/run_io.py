@@ -92,8 +92,6 @@ class RunIO:
         every other output, links resolved."""
         previous = None if self.previous is None else self.previous.location
         inputs = [("--queries", self.queries.path), ("--previous", previous)]
-        check_job_files(inputs, [], binary=[p for _, p in inputs if p and is_parquet(p)])
-        self.queries.check()
         results = self.results.location if isinstance(self.results, ResultFile) else None
         snapshot = None if self.snapshot is None else self.snapshot.location
         derived = [(f"the manifest {path}", path) for path in self.manifests]
@@ -103,6 +101,7 @@ class RunIO:
                         [("--out", results), ("--dead-letter", self.dead_letters),
                          ("--snapshot", snapshot), ("--summary", self.summary)],
                         derived=derived, binary=[p for _, p in inputs if p and is_parquet(p)])
+        self.queries.check()
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
