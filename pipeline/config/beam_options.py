@@ -16,6 +16,7 @@ from apache_beam.runners.portability.portable_runner import JobServiceHandle
 from apache_beam.runners.runner import PipelineRunner, create_runner
 
 from core.errors import ConfigError
+from pipeline.config.engine_cancel import name_the_job
 
 TYPE_CHECK_AT_CONSTRUCTION = False
 """Whether our jobs have Beam type-check their graphs as it builds them. The graphs are fixed,
@@ -69,7 +70,9 @@ def job_runner(options: PipelineOptions) -> PipelineRunner | None:
 
 def job_pipeline(options: PipelineOptions) -> beam.Pipeline:
     """An empty pipeline for one of our jobs, on `job_runner`'s runner when the options name
-    none."""
+    none; a job on a Flink cluster named so that a cancelled run can find it there (see
+    `engine_cancel`)."""
+    name_the_job(options)
     return beam.Pipeline(runner=job_runner(options), options=options)
 
 

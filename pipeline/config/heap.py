@@ -10,12 +10,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import apache_beam as beam
 from apache_beam.runners.portability.portable_runner import PortableRunner
 from apache_beam.runners.runner import PipelineResult, PipelineState
 
 from core.errors import WallTimeExceededError
+from pipeline.config.engine_cancel import cancel_on_engine
 
 
 @contextmanager
@@ -48,11 +50,15 @@ def run_to_completion(pipeline: beam.Pipeline, max_wall_time: float | None = Non
         WallTimeExceededError: the job ran past `max_wall_time` (it was cancelled).
     """
     with frozen_heap():
-        if max_wall_time is None:
-            result = pipeline.run()
-            result.wait_until_finish()
-            return result
-        return _run_within(pipeline, max_wall_time)
+        try:
+            if max_wall_time is None:
+                result = pipeline.run()
+                result.wait_until_finish()
+                return result
+            return _run_within(pipeline, max_wall_time)
+        except BaseException:  # a job given up leaves nothing running on its engine
+            cancel_on_engine(pipeline)
+            raise
 
 
 _GRACE_SECONDS = 5.0
@@ -94,9 +100,22 @@ def _run_within(pipeline: beam.Pipeline, limit: float) -> PipelineResult:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
     if result is not None:
+        threading.excepthook = _quiet_about_cancelled_waits(threading.excepthook)
         with contextlib.suppress(Exception):  # a runner that cannot cancel: the process ends
             result.cancel()
     raise WallTimeExceededError(limit, runner)
+
+
+_WAIT_THREADS = ("wait_until_finish_read", "wait_until_finish_state_observer")
+"""The threads of a portable runner's result that read the job's streams: cancelled, the job
+service closes them, and they raise what the job's end already said."""
+
+
+def _quiet_about_cancelled_waits(hook: Any) -> Any:
+    def quiet(args: threading.ExceptHookArgs) -> None:
+        if args.thread is None or args.thread.name not in _WAIT_THREADS:
+            hook(args)
+    return quiet
 
 
 _TERMINAL = (PipelineState.DONE, PipelineState.FAILED, PipelineState.CANCELLED,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import apache_beam as beam
 import pytest
+from apache_beam.options.pipeline_options import GoogleCloudOptions
 
 from core.errors import ConfigError, WallTimeExceededError
 from pipeline.cli.main import main
@@ -62,3 +63,19 @@ def test_run_past_its_max_wall_time_exits_3_and_commits_nothing(
     error = capsys.readouterr().err
     assert "max-wall-time=0.05 s" in error and "nothing was committed" in error
     assert not Path(f"{out}.manifest.json").exists()
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["--runner", "FlinkRunner", "--flink_master", "localhost:8081"], True),
+    (["--runner", "FlinkRunner", "--flink_master", "localhost:8081", "--job_name", "mine"],
+     False),
+    (["--runner", "FlinkRunner"], False),  # [auto]: no cluster to cancel on
+    ([], False)])
+def test_a_job_on_a_flink_cluster_gets_a_name_to_be_cancelled_by(args: list[str],
+                                                                  named: bool) -> None:
+    options = pipeline_options(args)
+    job_pipeline(options)
+    name = options.view_as(GoogleCloudOptions).job_name
+    assert (name or "").startswith("rag-evidence-") == named
+    if "--job_name" in args:
+        assert name == "mine"
