@@ -16,6 +16,7 @@ import json
 import shutil
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -144,6 +145,28 @@ def verify(model: PackagedModel, folder: Path) -> None:
     for path, content in model.config.items():
         if _json_of(folder / path) != content:
             raise _damaged(model, folder, path, f"is not the packaged model's {path}")
+    archive = _installed(model.archive) if model.archive else None
+    for path in _changed_members(archive, folder, model.checked_members) if archive else ():
+        raise _damaged(model, folder, path, f"is not the packaged model's {path}")
+
+
+def _changed_members(archive: Path, folder: Path, digested: dict[str, str]) -> list[str]:
+    """The files of `archive` (a zip extracted into `folder`) that differ in `folder` by size or
+    CRC-32, other than those `digested` (checked by SHA-256): its configuration, pooling and
+    tokenizer files."""
+    changed = []
+    with zipfile.ZipFile(archive) as bundle:
+        for member in bundle.infolist():
+            if member.is_dir() or member.filename in digested:
+                continue
+            path = folder / member.filename
+            try:
+                data = path.read_bytes() if path.stat().st_size == member.file_size else None
+            except OSError:
+                data = None
+            if data is None or zlib.crc32(data) != member.CRC:
+                changed.append(member.filename)
+    return changed
 
 
 def _damaged(model: PackagedModel, folder: Path, path: str, what: str) -> ConfigError:

@@ -142,3 +142,14 @@ def test_a_rebuilt_store_of_a_changed_model_is_never_continued_from_the_old_stat
     by_id = {r["query_id"]: r["evidence"] for r in map(json.loads, second.read_text().splitlines())}
     assert by_id == {r["query_id"]: r["evidence"]
                      for r in map(json.loads, full.read_text().splitlines())}
+
+
+def test_a_changed_pooling_in_the_packaged_torch_cache_is_refused(tmp_path: Path) -> None:
+    """The torch rendition is the model's own folder, extracted from a package's zip: every
+    file of it is checked against the zip, not only the weights and the tokenizer."""
+    cache = tmp_path / "models"
+    folder = locate_model(MINILM, {CACHE_ENV: str(cache)}, backend="torch")
+    assert locate_model(MINILM, {CACHE_ENV: str(cache)}, backend="torch") == folder
+    _cls_pooling(folder)
+    with pytest.raises(ConfigError, match="is not the packaged model's 1_Pooling/config.json"):
+        locate_model(MINILM, {CACHE_ENV: str(cache)}, backend="torch")
