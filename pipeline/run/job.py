@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 import time
@@ -92,6 +93,8 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
                             backend_of(settings).counters, compared=io.previous is not None)
         if plan.continues is not None:
             summary.counts[counters.DELTA_CHUNKS] = plan.continues.changes.chunks
+        if plan.refused is not None and not plan.first_night:
+            summary = dataclasses.replace(summary, answered_in_full=plan.refused)
         _warn_on_low_recall(summary, settings)
         manifest = run_manifest(settings, io, summary, options, began, _now(), version)
         manifest |= _continuation(plan, io)

@@ -27,6 +27,9 @@ class RunSummary:
     from_metrics: bool = True
     reported: tuple[str, ...] = REPORTED
     """The counters the summary prints, in order."""
+    answered_in_full: str | None = None
+    """With `--previous`: why no query was continued from PREV's state (None: some could be,
+    or the run compared in full by design)."""
 
     @property
     def balanced(self) -> bool:
@@ -60,6 +63,8 @@ class RunSummary:
             *self._hnsw_lines(),
             f"{'seconds':>22}: {self.seconds:.2f}",
             f"{'queries/s':>22}: {rate:.1f}",
+            *([f"{'answered in full':>22}: {self.answered_in_full}"]
+              if self.answered_in_full else []),
             self._balance(verdict),
         ]
 

@@ -202,11 +202,13 @@ def _two_nights(config: Path, empty: Path, tmp_path: Path, *changes: str
 
 
 def test_a_change_of_settings_answers_every_query_in_full_and_says_why(
-        night: tuple[Path, Path], tmp_path: Path) -> None:
+        night: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config, empty = night
     _, counts, manifest = _two_nights(config, empty, tmp_path, "projection:\n  max-items: 2\n")
     assert counts["full_not_continuable"] == 20 and counts["queries_continued"] == 0
     assert "settings differ" in manifest["continuation"]["answered_in_full"]
+    said = capsys.readouterr().out  # on the console too, not only in the manifest
+    assert said.count("answered in full: the settings differ") == 1
     assert manifest["state"]["folder"].endswith(STATE_SUFFIX)
 
 
