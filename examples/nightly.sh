@@ -7,7 +7,8 @@
 # RUN_ID defaults to today's date (YYYY-MM-DD); any name of a folder will do (no "/", no
 # "..", no leading "." or "-"). The night compared with is the last one that finished, by
 # the time it finished, not by its name. Everything of one night lands in
-# RUNS_DIR/RUN_ID/: index.json (what index did), changed.jsonl (the queries whose evidence
+# RUNS_DIR/RUN_ID/: index.json (what index did; index.2.json... for a night run again),
+# changed.jsonl (the queries whose evidence
 # changed since the last finished night), all.jsonl (every query's evidence: the next night's
 # --previous), dead-letters.jsonl, run.json (the run's counts) and nightly.log. The first
 # night needs nothing prepared: every query is then new.
@@ -63,9 +64,17 @@ else
 fi
 
 # Index: documents gone from DOCS are removed from the store (--cleanup full), so their chunks
-# stop being served; a document that could not be read keeps its chunks.
+# stop being served; a document that could not be read keeps its chunks. A night run again
+# (after a kill) keeps what each attempt did: the first in index.json, the next in
+# index.2.json, ... (a second attempt finds the changes committed and reports none).
+index_summary="$night/index.json"
+attempt=1
+while [ -e "$index_summary" ]; do
+    attempt=$((attempt + 1))
+    index_summary="$night/index.$attempt.json"
+done
 "${rag[@]}" index --config "$config" --docs "$docs" --cleanup full \
-    --summary "$night/index.json"
+    --summary "$index_summary"
 indexed=$?
 if [ "$indexed" -ne 0 ] && [ "$indexed" -ne 1 ]; then
     echo "nightly $run_id: index exited $indexed; no evidence computed"

@@ -120,3 +120,15 @@ def test_the_night_compared_with_is_the_last_finished_whatever_its_name(
     log = (runs / second / "nightly.log").read_text()
     assert f"comparing with {runs / first / 'all.jsonl'}" in log
     assert (runs / second / "changed.jsonl").read_text() == ""  # nothing changed
+
+
+def test_a_night_run_again_keeps_what_each_attempt_indexed(
+        newcomer: tuple[Path, Path, Path, Path]) -> None:
+    """A killed night run again: the second attempt's index finds the changes committed by the
+    first and reports none; the first attempt's counts are kept, not overwritten with zeros."""
+    config, docs, queries, runs = newcomer
+    assert _night(config, docs, queries, runs, "2026-12-01") == 0
+    assert _night(config, docs, queries, runs, "2026-12-01") == 0
+    night = runs / "2026-12-01"
+    assert json.loads((night / "index.json").read_text())["added"] > 0
+    assert json.loads((night / "index.2.json").read_text())["added"] == 0
