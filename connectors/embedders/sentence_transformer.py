@@ -24,8 +24,9 @@ BACKENDS = ("onnx", "torch")
 DEFAULT_BACKEND = "onnx"
 INSTALL_HINTS = {
     "onnx": "install the semantic extra: pip install 'rag-evidence[semantic]'",
-    "torch": "install the torch extra: pip install 'rag-evidence[torch]' (it pins the CPU "
-             "build torch==2.13.0), or use embedder.backend: onnx"}
+    "torch": "install the torch extra: pip install 'rag-evidence[torch]' (torch==2.13.0; "
+             "docs/embedders.md says how to get its CPU-only build), or use "
+             "embedder.backend: onnx"}
 
 
 def unavailable(model: str, backend: str = DEFAULT_BACKEND,

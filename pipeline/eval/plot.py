@@ -10,7 +10,8 @@ from pathlib import Path
 from core.errors import ConfigError
 from pipeline.eval.runner import EvalRow
 
-INSTALL_HINT = "install the plot extra: pip install 'rag-evidence[plot]'"
+INSTALL_HINT = ("install the plot extra: pip install 'rag-evidence[plot]' (from a clone of the "
+                "repository: pip install -e '.[plot]')")
 FORMATS = ("png", "pdf", "svg", "jpg", "jpeg")
 """The image formats `--plot` draws, by the file's suffix (matplotlib's own writers)."""
 

@@ -19,7 +19,12 @@ from pipeline.config.backends import (
     embedder_info,
     pinned_port_factory,
 )
-from pipeline.config.beam_options import job_pipeline, joins_in_memory, pipeline_options
+from pipeline.config.beam_options import (
+    job_pipeline,
+    joins_in_memory,
+    pipeline_options,
+    runner_name,
+)
 from pipeline.config.heap import run_to_completion
 from pipeline.config.settings import Settings
 from pipeline.io.run_io import RunIO
@@ -83,6 +88,7 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
     with io.held():
         remove_manifests(io.manifests)
         started, began = time.monotonic(), _now()
+        runner = runner_name(options)  # before the run: a portable runner clears it
         plan = plan_continuation(settings, io, version, previous, joins_in_memory(options))
         plan.start(settings, version)
         pipeline = job_pipeline(options)
@@ -96,7 +102,7 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
         if plan.refused is not None and not plan.first_night:
             summary = dataclasses.replace(summary, answered_in_full=plan.refused)
         _warn_on_low_recall(summary, settings)
-        manifest = run_manifest(settings, io, summary, options, began, _now(), version)
+        manifest = run_manifest(settings, io, summary, options, began, _now(), version, runner)
         manifest |= _continuation(plan, io)
         write_manifests(io.manifests, manifest)
         return summary

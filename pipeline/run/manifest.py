@@ -43,12 +43,14 @@ def write_manifests(paths: list[str], document: dict[str, Any]) -> None:
 
 def run_manifest(settings: Settings, io: RunIO, summary: RunSummary, options: PipelineOptions,
                  started: datetime.datetime, ended: datetime.datetime,
-                 version: Path | None = None) -> dict[str, Any]:
+                 version: Path | None = None, runner: str | None = None) -> dict[str, Any]:
     """The manifest of a finished run (no secret: settings hold where secrets are, never
-    secrets, and hosts are redacted); `version` is the embedded store's version it read."""
+    secrets, and hosts are redacted); `version` is the embedded store's version it read;
+    `runner` the runner it ran on, read before the run (Beam's portable runner clears it
+    from the options while it runs)."""
     return {
         "rag_evidence": package_version(),
-        "runner": runner_name(options),
+        "runner": runner or runner_name(options),
         "settings_sha256": hashlib.sha256(settings.model_dump_json().encode()).hexdigest(),
         "store": backend_of(settings).described(settings, version),
         "queries": {**_file(io.queries.path, digest=False),

@@ -20,6 +20,7 @@ class Job:
     dead_letters: list[dict]
     summary: dict
     output: str
+    manifest: dict
 
 
 def cli(python: Path, env: dict[str, str], cwd: Path, *args: str) -> str:
@@ -39,7 +40,8 @@ def run(python: Path, env: dict[str, str], work: Path, config: Path, queries: Pa
                  *beam)
     return Job(results_of(out),
                sorted(lines(dead), key=lambda d: d["line_number"]),
-               json.loads(summary.read_text()), output)
+               json.loads(summary.read_text()), output,
+               json.loads((work / "out.jsonl.manifest.json").read_text()))
 
 
 def lines(path: Path) -> list[dict]:

@@ -73,6 +73,7 @@ def test_a_text_and_vector_run_gives_the_local_runners_evidence_and_dead_letters
     assert job.dead_letters == local.dead_letters
     assert "inputs = outputs + dead letters: 19 = 16 + 3 (balanced)" in job.output
     assert job.summary["from_metrics"] and job.summary["balanced"]
+    assert job.manifest["runner"] == engine[engine.index("--runner") + 1]  # not the local one
     counts = {name: job.summary["counts"][name] for name in COUNTED}
     assert counts == {name: local.summary["counts"][name] for name in COUNTED}
     # one search per query that reached recall: no step ran twice for its two outputs
