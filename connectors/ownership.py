@@ -20,6 +20,8 @@ from pathlib import Path
 
 from core.errors import RagEvidenceError
 
+LOCK_SUFFIX = ".lock"
+"""A lock file's name: `.NAME` + this, beside what it guards."""
 _OWNED = re.compile(r"(?P<host>.+)-(?P<pid>\d+)-[0-9a-f]{8}$")
 
 
@@ -63,7 +65,7 @@ def lock_of(path: str | Path) -> Path:
     """The lock file of `path`: `.NAME.lock` beside the file or folder `path` really is (links
     resolved), so that two names of one thing share one lock."""
     real = Path(os.path.realpath(path))
-    return real.parent / f".{real.name}.lock"
+    return real.parent / f".{real.name}{LOCK_SUFFIX}"
 
 
 _HELD: dict[Path, int] = {}

@@ -17,7 +17,8 @@ def model_fingerprint(directory: Path) -> str:
     weights or settings differ, one model copied elsewhere does not."""
     files = sorted(path for path in directory.rglob("*") if path.is_file() and not any(
         part.lower().startswith(_NOT_MODEL) for part in path.relative_to(directory).parts))
-    seen = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    seen = tuple((str(p), status.st_size, status.st_mtime_ns)
+                 for p, status in ((p, p.stat()) for p in files))
     if seen not in _FINGERPRINTS:
         _FINGERPRINTS[seen] = _fingerprint(directory, files)
     return _FINGERPRINTS[seen]

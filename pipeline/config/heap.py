@@ -112,9 +112,15 @@ service closes them, and they raise what the job's end already said."""
 
 
 def _quiet_about_cancelled_waits(hook: Any) -> Any:
+    """`hook`, silent for the wait threads (once: a process that cancels many jobs does not
+    stack one wrapper per job)."""
+    if getattr(hook, "quiet_about_cancelled_waits", False):
+        return hook
+
     def quiet(args: threading.ExceptHookArgs) -> None:
         if args.thread is None or args.thread.name not in _WAIT_THREADS:
             hook(args)
+    quiet.quiet_about_cancelled_waits = True  # type: ignore[attr-defined]
     return quiet
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from core.errors import ConfigError
 from pipeline.eval.runner import EvalRow
+from pipeline.io.json_file import staged_path
 
 INSTALL_HINT = ("install the plot extra: pip install 'rag-evidence[plot]' (from a clone of the "
                 "repository: pip install -e '.[plot]')")
@@ -76,7 +77,7 @@ def plot_curves(rows: Sequence[EvalRow], path: str | Path, title: str = "") -> N
         axes.grid(alpha=0.3)
     recall.legend(loc="lower right")
     figure.tight_layout()
-    staged = f"{path}.tmp-{os.getpid()}"  # a failed draw leaves the older plot whole
+    staged = staged_path(str(path))  # a failed draw leaves the older plot whole
     try:
         figure.savefig(staged, dpi=110, format=Path(path).suffix.lower().lstrip("."))
         os.replace(staged, path)

@@ -9,6 +9,14 @@ from pathlib import Path
 
 from pipeline.io.local_paths import is_local
 
+STAGED = ".tmp-"
+"""Between a file's name and the writer's process id: where it is written before its rename."""
+
+
+def staged_path(path: str) -> str:
+    """Where this process writes `path` before renaming it into place."""
+    return f"{path}{STAGED}{os.getpid()}"
+
 
 def write_json_file(path: str, document: Mapping[str, object] | Sequence[object],
                     sort_keys: bool = False) -> None:
@@ -21,7 +29,7 @@ def write_text_file(path: str, text: str) -> None:
     disk leaves the old file or the new one, never a part (local paths only)."""
     if not is_local(path):
         return
-    staged = f"{path}.tmp-{os.getpid()}"
+    staged = staged_path(path)
     try:
         Path(staged).write_text(text, encoding="utf-8")
         os.replace(staged, path)

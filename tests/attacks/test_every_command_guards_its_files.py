@@ -151,6 +151,8 @@ def test_a_state_folder_of_an_earlier_night_is_replaced(
     assert main(argv) == 0
     state = Path(f"{snapshot}.state")
     (state / "queries.parquet.tmp-99999").write_text("a killed writer's leftover")
+    (state / "queries.parquet.parts-host-99999-0123abcd").mkdir()  # a killed sink's parts
+    (state / ".queries.parquet.lock").write_text("")
     assert main(argv) == 0
     assert sorted(p.name for p in state.iterdir()) == [
         "chunks.arrow", "queries.parquet", "state.json"]
