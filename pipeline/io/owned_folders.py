@@ -11,7 +11,6 @@ import shutil
 from collections.abc import Collection
 from pathlib import Path
 
-from connectors.ownership import LOCK_SUFFIX
 from core.errors import InvalidInputError
 from core.folder_paths import folder_path_problem
 from pipeline.io.json_file import STAGED
@@ -20,10 +19,11 @@ from pipeline.io.single_file_sink import PARTS
 
 def _leftover(name: str, names: Collection[str]) -> bool:
     """A killed writer's leftover of one of `names`, as the writers name them: `NAME.tmp-PID`
-    (`json_file.staged_path`), `NAME.parts-OWNER` (the single-file sink's part folder) or
-    `.NAME.lock` (`connectors.ownership.lock_of`)."""
+    (`json_file.staged_path`), `NAME.parts-OWNER` (the single-file sink's part folder), or a
+    hidden `.NAME.` + anything beside it (a lock, `connectors.ownership.lock_of`; the embedded
+    store's staging and building folders)."""
     return any(re.fullmatch(rf"{re.escape(n)}({re.escape(STAGED)}\d+|{re.escape(PARTS)}.+)"
-                            rf"|\.{re.escape(n)}{re.escape(LOCK_SUFFIX)}", name) for n in names)
+                            rf"|\.{re.escape(n)}\..+", name) for n in names)
 
 
 def foreign_entries(folder: Path, marker: str, names: Collection[str]) -> list[str]:
