@@ -17,7 +17,8 @@ from elasticsearch import Elasticsearch
 from connectors.embedders.model_location import CACHE_ENV, MINILM
 from tests.es_server import running_server
 
-pytest_plugins = ["pipeline.pytest_plugin"]  # the fixtures users get, used by our tests too
+pytest_plugins = ["pipeline.pytest_plugin",  # the fixtures users get, used by our tests too
+                  "tests.on_demand"]  # torch and engines suites: run when -m names them
 
 
 @pytest.fixture(scope="session")

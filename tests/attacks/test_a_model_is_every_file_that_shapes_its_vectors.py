@@ -144,6 +144,7 @@ def test_a_rebuilt_store_of_a_changed_model_is_never_continued_from_the_old_stat
                      for r in map(json.loads, full.read_text().splitlines())}
 
 
+@pytest.mark.torch  # the torch rendition comes from the torch extra's package
 def test_a_changed_pooling_in_the_packaged_torch_cache_is_refused(tmp_path: Path) -> None:
     """The torch rendition is the model's own folder, extracted from a package's zip: every
     file of it is checked against the zip, not only the weights and the tokenizer."""

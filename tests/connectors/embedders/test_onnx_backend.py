@@ -26,6 +26,7 @@ TEXTS = ["How do I read a JSON document from a string?", "copy a file",
 
 
 @pytest.mark.slow  # the model, loaded
+@pytest.mark.torch
 def test_onnx_vectors_agree_with_torchs_and_their_identities_name_one_model(
         minilm: str) -> None:
     onnx = SentenceTransformerEmbedder(minilm, backend="onnx")

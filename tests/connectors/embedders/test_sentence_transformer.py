@@ -16,7 +16,7 @@ from core.errors import ConfigError, InvalidInputError
 pytestmark = pytest.mark.slow  # the model, loaded
 
 
-@pytest.fixture(scope="module", params=["onnx", "torch"])
+@pytest.fixture(scope="module", params=["onnx", pytest.param("torch", marks=pytest.mark.torch)])
 def embedder(request: pytest.FixtureRequest, minilm: str) -> SentenceTransformerEmbedder:
     return SentenceTransformerEmbedder(minilm, batch_size=8, backend=request.param)
 

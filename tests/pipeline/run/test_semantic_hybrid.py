@@ -87,6 +87,7 @@ def test_hybrid_recall_fuses_bm25_and_knn_by_evidence_key(tmp_path: Path,
     assert len(keys) == len({(q, b["evidence_key"]) for q, bs in evidence.items() for b in bs})
 
 
+@pytest.mark.torch
 def test_a_store_built_by_torch_answers_onnx_queries_with_the_same_evidence(
         tmp_path: Path, backend: list[str]) -> None:
     """One model, two backends: a store indexed by torch is accepted by an onnx run (and its
