@@ -50,11 +50,34 @@ def running_server(data_dir: Path) -> Iterator[str]:
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)
     url = f"http://127.0.0.1:{port}"
+    guard = stopped_when_we_end(process)
     try:
         wait_until_up(url, process, log)
         yield url
     finally:
         stop_process_group(process)
+        guard.kill()
+        guard.wait()
+
+
+_GUARD = """
+import os, signal, sys, time
+parent, group = int(sys.argv[1]), int(sys.argv[2])
+while os.getppid() == parent:
+    time.sleep(0.5)
+try:
+    os.killpg(group, signal.SIGKILL)
+except ProcessLookupError:
+    pass
+"""
+
+
+def stopped_when_we_end(process: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+    """A watcher that kills `process`'s group once this process ends, however it ends: a test
+    session stopped by Ctrl-C, or an xdist worker killed, runs no teardown, and the server
+    (in a session of its own, out of reach of the terminal's signals) would outlive it."""
+    return subprocess.Popen([sys.executable, "-c", _GUARD, str(os.getpid()), str(process.pid)],
+                            stdin=subprocess.DEVNULL, start_new_session=True)
 
 
 def stop_process_group(process: subprocess.Popen[bytes]) -> None:
