@@ -77,7 +77,8 @@ def read_layout(directory: Path) -> ModelLayout:
     if onnx is None:
         raise ConfigError("embedder.backend", "onnx",
                           f"{directory} holds no {' or '.join(ONNX_FILES)}: export the model "
-                          "to ONNX, or use backend: torch")
+                          "to ONNX there, or install the torch extra (pip install "
+                          "'rag-evidence[torch]') and use backend: auto or torch")
     return ModelLayout(onnx, _file(directory / "tokenizer.json"),
                        _value(settings_file, settings, "max_seq_length", int, 512),
                        _value(settings_file, settings, "do_lower_case", bool, False), modes[0],

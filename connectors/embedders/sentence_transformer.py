@@ -15,13 +15,16 @@ from connectors.embedder_port import EmbedderInfo, Purpose
 from connectors.embedders.fork_safe import fork_safe_tokenizers
 from connectors.embedders.model_fingerprint import model_fingerprint
 from connectors.embedders.model_location import locate_model
-from connectors.embedders.onnx_encoder import OnnxEncoder, read_layout
+from connectors.embedders.onnx_encoder import ONNX_FILES, OnnxEncoder, read_layout
 from connectors.embedders.packaged_models import packaged_model
 from core.errors import ConfigError, InvalidInputError
 
 KIND = "sentence-transformers"
 BACKENDS = ("onnx", "torch")
 DEFAULT_BACKEND = "onnx"
+AUTO = "auto"
+"""`embedder.backend: auto`, the default: chosen per model by `auto_backend`."""
+_LIBRARIES = {"onnx": ("onnxruntime", "tokenizers"), "torch": ("sentence_transformers",)}
 INSTALL_HINTS = {
     "onnx": "install the semantic extra: pip install 'rag-evidence[semantic]'",
     "torch": "install the torch extra: pip install 'rag-evidence[torch]' (torch==2.13.0; "
@@ -33,14 +36,35 @@ def unavailable(model: str, backend: str = DEFAULT_BACKEND,
                 environ: Mapping[str, str] | None = None) -> str | None:
     """Why model `model` cannot run on `backend` here (its libraries are not installed, or the
     model is nowhere), or None when it can."""
-    libraries = ("onnxruntime", "tokenizers") if backend == "onnx" else ("sentence_transformers",)
-    if any(importlib.util.find_spec(name) is None for name in libraries):
+    if not _installed(backend):
         return INSTALL_HINTS[backend]
     try:
         locate_model(model, environ, backend)
     except ConfigError as error:
         return str(error)
     return None
+
+
+def auto_backend(model: str, environ: Mapping[str, str] | None = None) -> str:
+    """The backend `embedder.backend: auto` runs `model` on: `onnx` when its files hold ONNX
+    weights (the packaged model's onnx rendition does) and ONNX Runtime is installed; `torch`
+    when they hold only torch weights, or ONNX Runtime is missing, and the torch extra is
+    installed; else `onnx`, whose load then names both ways out."""
+    if packaged_model(model, "onnx") is not None:
+        has_onnx = True
+    else:
+        try:
+            directory = locate_model(model, environ, "onnx")
+        except ConfigError:
+            return DEFAULT_BACKEND  # nowhere: the load says where it looked
+        has_onnx = any((directory / name).is_file() for name in ONNX_FILES)
+    if has_onnx and _installed("onnx"):
+        return "onnx"
+    return "torch" if _installed("torch") else DEFAULT_BACKEND
+
+
+def _installed(backend: str) -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in _LIBRARIES[backend])
 
 
 def model_info(model: str, dimension: int, query_prefix: str = "", document_prefix: str = "",

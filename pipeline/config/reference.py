@@ -85,8 +85,9 @@ MEANINGS = {
                      "`auto`: the model (default all-MiniLM-L6-v2) where it can run, else "
                      "hashing with a warning",
     "embedder.model": "model folder or cached model name (sentence-transformers)",
-    "embedder.backend": "`onnx` (ONNX Runtime, no PyTorch; the semantic extra) or `torch` "
-                        "(sentence-transformers on PyTorch; the torch extra)",
+    "embedder.backend": "`onnx` (ONNX Runtime, no PyTorch; the semantic extra), `torch` "
+                        "(sentence-transformers on PyTorch; the torch extra), or `auto`: onnx "
+                        "where the model has ONNX weights, else torch where it is installed",
     "embedder.dim": "hashing: the dimension (unset: 384); a model's: checked against it",
     "embedder.batch-size": "texts per forward pass, queries and chunks alike",
     "embedder.query-prefix": "prepended to query texts (e5: `\"query: \"`)",

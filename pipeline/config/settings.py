@@ -18,7 +18,13 @@ from connectors.embedded.layout import IndexKind
 from connectors.embedded.vector_search import HnswParams
 from connectors.embedder_port import EMBEDDER_DIM
 from connectors.embedders.model_location import MINILM
-from connectors.embedders.sentence_transformer import DEFAULT_BACKEND, unavailable
+from connectors.embedders.sentence_transformer import (
+    AUTO,
+    BACKENDS,
+    DEFAULT_BACKEND,
+    auto_backend,
+    unavailable,
+)
 from core.params import Bound, Duration, Real, Whole, kebab
 from core.stemmer import DEFAULT_STEMMER, StemmerName
 from stages.dedup import DedupKey
@@ -138,13 +144,14 @@ class SearchSettings(Section):
 
 
 class EmbedderSettings(Section):
-    """`embedder.*`: the hashing fallback, or a local sentence-transformers model; `auto`
-    (resolved when the settings are read) is the model where it can run, else the hashing
-    fallback with a warning naming the extra to install."""
+    """`embedder.*`: the hashing fallback, or a local sentence-transformers model. `auto`
+    values are resolved when the settings are read: `kind: auto` is the model where it can run,
+    else the hashing fallback with a warning naming the extra to install; `backend: auto` is
+    onnx where the model has ONNX weights, else torch where it is installed."""
 
-    kind: Literal["hashing", "sentence-transformers"] = "hashing"
+    kind: Literal["auto", "hashing", "sentence-transformers"] = "hashing"
     model: str | None = None
-    backend: Literal["onnx", "torch"] = "onnx"
+    backend: Literal["auto", "onnx", "torch"] = "auto"
     dim: Annotated[Whole, EMBEDDER_DIM] | None = None
     batch_size: Annotated[Whole, Bound("embedder.batch-size", ge=1, le=4096)] = 64
     query_prefix: str = ""
@@ -154,17 +161,24 @@ class EmbedderSettings(Section):
     @model_validator(mode="before")
     @classmethod
     def _auto_resolved(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or data.get("kind") != "auto":
+        if not isinstance(data, dict):
             return data
+        kind, backend = data.get("kind", "hashing"), data.get("backend", AUTO)
         model = data.get("model") or MINILM
-        backend = data.get("backend", DEFAULT_BACKEND)
-        reason = unavailable(model, backend) if isinstance(backend, str) else None
+        if kind not in ("auto", "sentence-transformers") or not isinstance(model, str):
+            # no model runs (or a value its field names): the backend is not used
+            return {**data, "backend": DEFAULT_BACKEND} if backend == AUTO else data
+        if backend == AUTO:
+            backend = auto_backend(model)
+        if kind == "sentence-transformers":
+            return {**data, "backend": backend}
+        reason = unavailable(model, backend) if backend in BACKENDS else None
         if reason is None:
             _log.info("embedder.kind=auto: sentence-transformers %s on %s", model, backend)
-            return {**data, "kind": "sentence-transformers", "model": model}
+            return {**data, "kind": "sentence-transformers", "model": model, "backend": backend}
         _log.warning("embedder.kind=auto: the hashing embedder, which matches words, not "
                      "meaning, because %s cannot run here (%s)", model, reason)
-        return {**data, "kind": "hashing"}
+        return {**data, "kind": "hashing", "backend": backend}
 
     @model_validator(mode="after")
     def _model_named_when_needed(self) -> EmbedderSettings:

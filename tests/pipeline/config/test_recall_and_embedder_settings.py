@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import shutil
 from pathlib import Path
 
 import pytest
 
+from connectors.embedders.model_location import locate_model
+from connectors.embedders.onnx_encoder import ONNX_FILES
 from core.errors import ConfigError
+from pipeline.config.backends import open_embedder
 from pipeline.config.loader import load_settings
 
 
@@ -64,10 +68,58 @@ def test_auto_is_the_model_where_it_can_run_as_the_first_config_says(minilm: str
 def test_auto_without_a_model_falls_back_to_hashing_and_says_what_to_install(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "onnxruntime" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in (
+        "onnxruntime", "sentence_transformers") else real(name, *a))  # neither backend
     with caplog.at_level(logging.WARNING):
         embedder = load_settings(overrides=["embedder.kind=auto"]).embedder
     assert embedder.kind == "hashing"
     assert "pip install 'rag-evidence[semantic]'" in caplog.text
     assert "matches words, not meaning" in caplog.text
+
+
+def _torch_only_copy(minilm: str, tmp_path: Path, rendition: str = "onnx") -> Path:
+    """A packaged rendition's folder without its ONNX files: a model of torch weights only."""
+    folder = tmp_path / "torch-only"
+    shutil.copytree(locate_model(minilm, backend=rendition), folder)
+    for name in ONNX_FILES:
+        (folder / name).unlink(missing_ok=True)
+    return folder
+
+
+def test_backend_auto_runs_a_model_with_onnx_weights_on_onnx(minilm: str,
+                                                              tmp_path: Path) -> None:
+    folder = tmp_path / "copy"
+    shutil.copytree(locate_model(minilm), folder)
+    for model in (minilm, str(folder)):
+        embedder = load_settings(overrides=["embedder.kind=sentence-transformers",
+                                            f"embedder.model={model}"]).embedder
+        assert embedder.backend == "onnx"
+
+
+def test_backend_auto_without_onnx_weights_or_torch_names_both_ways_out(
+        minilm: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name ==
+                        "sentence_transformers" else real(name, *a))  # as without the extra
+    settings = load_settings(overrides=["embedder.kind=sentence-transformers",
+                                        f"embedder.model={_torch_only_copy(minilm, tmp_path)}"])
+    assert settings.embedder.backend == "onnx"
+    with pytest.raises(ConfigError, match=r"holds no model.onnx.*export the model to ONNX "
+                                          r"there, or install the torch extra.*backend: auto"):
+        open_embedder(settings.embedder)
+
+
+@pytest.mark.torch
+def test_backend_auto_runs_a_model_of_torch_weights_on_torch(minilm: str,
+                                                             tmp_path: Path) -> None:
+    folder = _torch_only_copy(minilm, tmp_path, rendition="torch")
+    settings = load_settings(overrides=["embedder.kind=sentence-transformers",
+                                        f"embedder.model={folder}"])
+    assert settings.embedder.backend == "torch"
+    assert open_embedder(settings.embedder).embed(["a query"]).shape == (1, 384)
+
+
+def test_a_hashing_embedder_records_the_default_backend_not_auto() -> None:
+    assert load_settings().embedder.backend == "onnx"
+    with pytest.raises(ConfigError, match=r"embedder.backend"):
+        load_settings(overrides=["embedder.backend=cuda"])
