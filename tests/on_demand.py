@@ -35,7 +35,7 @@ def _asked_for(marker: str, expression: str) -> bool:
 def missing_for(marker: str) -> str | None:
     """What this machine lacks to run `marker`'s tests, as an install hint, or None."""
     if marker == "torch":
-        wanted = ("torch", "sentence_transformers", "all_minilm_l6_v2")  # the last: the torch MiniLM
+        wanted = ("torch", "sentence_transformers", "all_minilm_l6_v2")  # MiniLM for torch
         if any(importlib.util.find_spec(name) is None for name in wanted):
             return "the torch extra: pip install -e '.[test,torch]'"
         return None
