@@ -113,8 +113,9 @@ YAML, kebab-case keys; `configs/local.yaml` is the embedded default and
 `RAG_EVIDENCE__SECTION__KEY` with `_` for `-` (`RAG_EVIDENCE__RAG__RETRIEVE_K=40`). Values from
 the environment and `--set` are read as YAML scalars. Every invalid value is reported at once,
 before anything runs, each as `key=value (from SOURCE): reason`, SOURCE being the file, the
-environment variable's own name, or `--set`; unknown keys name the nearest valid key
-(`rag.retreive-k=30 (from file c.yaml): unknown key; did you mean 'rag.retrieve-k'?`). `true` is
+environment variable's own name, or `--set` (`rag.return-n=0 (from --set): must be at least 1`);
+an unknown key is named with the nearest valid key
+(`rag.retreive-k (from file c.yaml): unknown key; did you mean 'rag.retrieve-k'?`). `true` is
 never a number, a key cannot be set under a value (`rag.retrieve-k.x`), and a `retrieve-k` below
 `return-n` is a warning. Credentials never go in a config: see
 [Elasticsearch](elasticsearch.md).

@@ -18,6 +18,8 @@ from pipeline.cli.main import main
 from tests.attacks.test_every_path_of_every_kind import EXAMPLES
 from tests.pipeline.cli_runs import DIM, lines_of
 
+pytestmark = pytest.mark.slow  # whole index and run jobs, one per example
+
 NO_SHRINKING = (Phase.explicit, Phase.reuse, Phase.generate)
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=12),
