@@ -17,7 +17,7 @@ import pytest
 
 HOW_TO_RUN = {
     "torch": "pip install -e '.[test,torch]' && pytest -m torch",
-    "engines": "pytest -m engines (Java 17 and Maven on PATH)",
+    "engines": "pytest -m engines, with Java 17 and Maven on PATH",
 }
 _LEFT_OUT = pytest.StashKey[Counter[str]]()
 _OUTPUT_KEY = "on_demand_left_out"
