@@ -2,8 +2,6 @@
 interpreter is named, as Airflow's BeamRunPythonPipelineOperator names one
 (docs/scheduled-jobs.md)."""
 
-import sys
+from pipeline.cli.main import console
 
-from pipeline.cli.main import main
-
-sys.exit(main())
+console()

@@ -45,3 +45,16 @@ def test_the_bm25s_logger_keeps_the_level_the_application_chose() -> None:
         "assert tokens(['parse json', 'tomatoes']) == [['pars', 'json'], ['tomato']]\n"
         "assert logging.getLogger('bm25s').level == logging.ERROR, "
         "logging.getLogger('bm25s').level") == ["bm25s", "scipy"]
+
+
+def test_the_command_exits_with_mains_code_and_the_collector_on(tmp_path: Path) -> None:
+    """`console` (the `rag-evidence` script) freezes what start-up imported, then what the
+    command leaves; the command's code is the process's, and collection stays on."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import gc, sys\nfrom pipeline.cli.main import console\n"
+         "try:\n    console(['explain', '--config', 'absent.yaml', '--query', 'q'])\n"
+         "except SystemExit as exit_:\n"
+         "    print(exit_.code, gc.isenabled(), gc.get_freeze_count() > 10_000)"],
+        capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert done.stdout.split() == ["2", "True", "True"]
+    assert "absent.yaml" in done.stderr
