@@ -2,7 +2,7 @@
 
 Builds (in --work) a clustered store (default 20k chunks x 384 dims, exact search) and a query
 file (default 20k vectors), provisions Beam 2.62 with its Flink job server as the engine tests do
-(`tests/engines/provision.py`), starts a Flink cluster of 2 task slots and an SDK worker pool,
+(`engines/provision.py`), starts a Flink cluster of 2 task slots and an SDK worker pool,
 then runs `rag-evidence run` with the SDK venv's python twice: with no runner (the local
 FnApiRunner) and on Flink. Prints seconds, queries/s and the ratio Flink / local, and checks
 both outputs hold the same results. Not expected to be faster on 2 cores: the ratio shows
@@ -26,8 +26,8 @@ from bulk_scale import build_store, write_queries
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.engines import clusters, provision  # noqa: E402
-from tests.wheel import build_wheel  # noqa: E402
+from engines import clusters, provision  # noqa: E402
+from engines.wheel import build_wheel  # noqa: E402
 
 
 def _run(python: Path, env: dict[str, str], work: Path, name: str, config: Path,

@@ -32,6 +32,7 @@ from connectors.chunk_record import ChunkRecord
 from connectors.elasticsearch.bulk_writer import write_chunks
 from connectors.elasticsearch.index_admin import ensure_index
 from connectors.search_port import ChunkHit, SearchHit
+from engines.processes import free_port
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
 from pipeline.run.chain import candidate_chain, through
@@ -40,7 +41,7 @@ from pipeline.testing import query_hits
 from stages.identity import candidates_of
 from stages.models import QueryCandidates, RecalledHit
 from stages.projection import assemble_result
-from tests.es_server import free_port, running_server, wait_until_up
+from tests.es_server import running_server, wait_until_up
 
 CAVEAT = ("caveat: the test server emulates the Elasticsearch API and is far slower at kNN "
           "than Elasticsearch; its queries/s are not Elasticsearch's. Set ES_URL for real figures.")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,11 +12,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from engines.processes import free_port, stop_process_group
 
 
 def wait_until_up(url: str, process: subprocess.Popen[bytes], log: Path,
@@ -78,16 +72,3 @@ def stopped_when_we_end(process: subprocess.Popen[bytes]) -> subprocess.Popen[by
     (in a session of its own, out of reach of the terminal's signals) would outlive it."""
     return subprocess.Popen([sys.executable, "-c", _GUARD, str(os.getpid()), str(process.pid)],
                             stdin=subprocess.DEVNULL, start_new_session=True)
-
-
-def stop_process_group(process: subprocess.Popen[bytes]) -> None:
-    """Stops a process started with `start_new_session=True` and everything it spawned (the
-    `noida-db` script runs the server as a child process)."""
-    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue

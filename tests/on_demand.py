@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import shutil
 from collections import Counter
 
 import pytest
+
+from engines.provision import missing_tools
 
 HOW_TO_RUN = {
     "torch": "pip install -e '.[test,torch]' && pytest -m torch",
@@ -39,11 +40,7 @@ def missing_for(marker: str) -> str | None:
         if any(importlib.util.find_spec(name) is None for name in wanted):
             return "the torch extra: pip install -e '.[test,torch]'"
         return None
-    lacking = [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
-    if lacking:
-        return (f"{' and '.join(lacking)} on PATH: Java 17 and Maven "
-                "(Debian: apt-get install openjdk-17-jre-headless maven)")
-    return None
+    return missing_tools()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.engines import clusters, provision
+from engines import clusters, provision
+from engines.wheel import build_wheel
 from tests.engines.jobs import cli
-from tests.wheel import build_wheel
 
 
 @pytest.fixture(scope="session")
@@ -58,9 +58,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory,
     jar = provision.job_server_jar("spark")
     with clusters.spark_cluster(provision.spark_home(),
                                 tmp_path_factory.mktemp("spark")) as master:
-        yield ["--runner", "SparkRunner", "--spark_master_url", master,
-               "--spark_job_server_jar", str(jar), "--environment_type", "EXTERNAL",
-               "--environment_config", worker_pool.address]
+        yield clusters.spark_options(master, worker_pool.address, jar)
 
 
 @pytest.fixture(params=["flink", "spark"])

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.engines.clusters import WorkerPool
+from engines.clusters import WorkerPool
 from tests.engines.jobs import JOB_SECONDS, cli, results_of
 
 pytestmark = [pytest.mark.engines, pytest.mark.slow]

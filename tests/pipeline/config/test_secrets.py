@@ -9,9 +9,9 @@ import pytest
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.credentials import read_credentials
 from core.errors import ConfigError, SearchUnavailableError, redact
+from engines.processes import free_port
 from pipeline.cli.main import main
 from pipeline.config.loader import load_settings
-from tests.es_server import free_port
 
 SECRET = "s3cr3t-Value-42"
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from engines.wheel import build_wheel
 from tests.builders import unit_vectors
 from tests.pipeline.cli_runs import DIM, lines_of
-from tests.wheel import build_wheel
 
 pytestmark = pytest.mark.slow  # a wheel built into a venv of its own
 

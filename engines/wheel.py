@@ -3,6 +3,7 @@ egg-info lands in the checkout)."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -26,8 +27,19 @@ def build_wheel(into: Path) -> Path:
             copy = shutil.copytree if (ROOT / name).is_dir() else shutil.copy
             copy(ROOT / name, source / name)
         done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                               "--no-build-isolation", "-q", "-w", str(into), str(source)],
+                               *_isolation(), "-q", "-w", str(into), str(source)],
                               capture_output=True, text=True, check=False)
         assert done.returncode == 0, done.stderr[-3000:]
     (wheel,) = into.glob("rag_evidence-*.whl")
     return wheel
+
+
+def _isolation() -> list[str]:
+    """Builds with this venv's setuptools where it makes wheels itself (70.1 and later, or with
+    the wheel package); else in pip's isolated build environment (a venv's own setuptools
+    65 says `invalid command 'bdist_wheel'`)."""
+    try:
+        own = importlib.util.find_spec("setuptools.command.bdist_wheel") is not None
+    except ImportError:
+        own = False
+    return ["--no-build-isolation"] if own or importlib.util.find_spec("wheel") else []

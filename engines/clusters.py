@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from connectors.embedders.model_location import CACHE_ENV
-from tests.es_server import free_port, stop_process_group
+from engines.processes import free_port, stop_process_group
 
 START_SECONDS = 120
 
@@ -114,6 +114,13 @@ def flink_options(rest: str, pool: str, jar: Path, parallelism: int = 2) -> list
     return ["--runner", "FlinkRunner", "--flink_master", rest, "--flink_job_server_jar",
             str(jar), "--environment_type", "EXTERNAL", "--environment_config", pool,
             "--parallelism", str(parallelism)]
+
+
+def spark_options(master: str, pool: str, jar: Path) -> list[str]:
+    """Beam options that run a job on the Spark standalone cluster at `master`, its SDK
+    workers from the worker pool at `pool`."""
+    return ["--runner", "SparkRunner", "--spark_master_url", master, "--spark_job_server_jar",
+            str(jar), "--environment_type", "EXTERNAL", "--environment_config", pool]
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""What the engine tests run on, fetched once into a cache (`RAG_EVIDENCE_ENGINES_HOME`, by
-default `~/.cache/rag-evidence/engines`): Beam's Flink and Spark job servers, assembled from
+"""What the local Flink and Spark clusters and the engine tests run on, fetched once into a
+cache (`RAG_EVIDENCE_ENGINES_HOME`, by default `~/.cache/rag-evidence/engines`): Beam's Flink
+and Spark job servers, assembled from
 Maven Central; a Flink and a Spark distribution, from PyPI; and a Python environment holding
 the Beam SDK that the job servers match, with this project's wheel.
 
@@ -8,7 +9,7 @@ shaded jars of no recent Beam here, but it serves every dependency of the Flink 
 runners of Beam 2.62.0, so the job server is that runner's jar with its dependencies on a
 classpath (a jar whose manifest names them, as Beam's own `make_classpath_jar` does).
 
-    python -m tests.engines.provision     # fetch everything now (CI does, before the tests)
+    python -m engines provision     # fetch everything now (CI does, before the tests)
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -33,7 +35,7 @@ SPARK = "3.5.6"
 
 HOME = Path(os.environ.get("RAG_EVIDENCE_ENGINES_HOME",
                            Path.home() / ".cache" / "rag-evidence" / "engines"))
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 RUNNERS = {
     "flink": (f"beam-runners-flink-{FLINK_RUNNER}",
@@ -58,6 +60,15 @@ _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   </dependency></dependencies>
 </project>
 """
+
+
+TOOLS_HINT = "Java 17 and Maven (Debian: apt-get install openjdk-17-jre-headless maven)"
+
+
+def missing_tools() -> str | None:
+    """What this machine lacks to build the job servers and run the clusters, or None."""
+    lacking = [tool for tool in ("java", _mvn()) if shutil.which(tool) is None]
+    return f"{' and '.join(lacking)} on PATH: {TOOLS_HINT}" if lacking else None
 
 
 def job_server_jar(engine: str) -> Path:
@@ -193,15 +204,3 @@ def _check(command: list[str]) -> None:
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} exited with {done.returncode}:\n"
                            f"{done.stdout[-2000:]}{done.stderr[-3000:]}")
-
-
-if __name__ == "__main__":
-    import tempfile
-
-    from tests.wheel import build_wheel
-
-    for engine in RUNNERS:
-        print(job_server_jar(engine))
-    print(flink_home(), spark_home(), sep="\n")
-    with tempfile.TemporaryDirectory() as built:
-        print(sdk_python(build_wheel(Path(built))))
