@@ -29,8 +29,8 @@ from connectors.embedders.model_location import MINILM
 from connectors.embedders.sentence_transformer import SentenceTransformerEmbedder
 from pipeline.io.line_blocks import ReadNumberedLines
 from pipeline.run.query_parse import ParseQueries
-from stages.embed import EmbedQueries
 from stages.support.shared_embedder import SharedEmbedder
+from stages.transforms.embed import EmbedQueries
 
 WORDS = ["parse", "json", "file", "string", "list", "dict", "sort", "heap", "queue", "thread",
          "lock", "process", "pipe", "socket", "path", "directory", "archive", "compress", "hash",

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib
 import json
 import statistics
 import subprocess
@@ -42,7 +41,8 @@ CASES = {
     "index 1 changed": ["index", "--docs", "{work}/docs"],
 }
 PHASES = {  # phase: (module, attribute) whose calls it times, looked up where they are called
-    "settings": [("pipeline.cli.commands", "load_settings")],
+    "settings": [("pipeline.cli.commands", "load_settings"),
+                 ("pipeline.cli.explain_command", "load_settings")],
     "store open": [("connectors.embedded.store", "EmbeddedStore.open")],
     "model load": [("connectors.embedders.sentence_transformer",
                     "SentenceTransformerEmbedder.__init__")],
@@ -53,7 +53,7 @@ PHASES = {  # phase: (module, attribute) whose calls it times, looked up where t
     "construction": [("pipeline.run.job", "build_pipeline")],
     "work": [("pipeline.run.job", "run_to_completion"),
                ("pipeline.ingest.job", "run_to_completion"),
-               ("pipeline.cli.commands", "explain")],
+               ("pipeline.cli.explain_command", "explain")],
 }
 COLUMNS = ["python", "imports", *PHASES, "rest", "exit"]
 
@@ -84,9 +84,13 @@ class _Clock:
 
 
 def _patch(clock: _Clock) -> None:
+    """Times each place of `PHASES` whose module the command imported (and no other: importing
+    one would change what is measured)."""
     for phase, places in PHASES.items():
         for module_name, attribute in places:
-            owner: Any = importlib.import_module(module_name)
+            if module_name not in sys.modules:
+                continue
+            owner: Any = sys.modules[module_name]
             *path, name = attribute.split(".")
             for part in path:
                 owner = getattr(owner, part)
@@ -101,9 +105,7 @@ def child(argv: list[str]) -> None:
     """One command in this process: its phases as JSON on the last line of stdout."""
     started = time.perf_counter()
     from pipeline.cli import main
-    main._import_once()  # the CLI's imports, as the command makes them
-    for module_name, _ in (place for places in PHASES.values() for place in places):
-        importlib.import_module(module_name)
+    main.command_function(argv[0])  # the command's imports, as it makes them
     imported = time.perf_counter()
     clock = _Clock()
     _patch(clock)

@@ -37,12 +37,12 @@ from stages.candidate_state import (
     recalled_list,
 )
 from stages.models import Continuation, QueryHits, RecalledList
-from stages.recall import STATE
 from stages.sub_queries import DEFAULT_MAX_SUB_QUERIES, resolve_sub_queries
 from stages.support import counters
 from stages.support.internal_errors import HandlesErrors
 from stages.support.owning_dofn import OwningDoFn
 from stages.support.per_query import GuardedDoFn
+from stages.transforms.recall import STATE
 
 _log = logging.getLogger(__name__)
 UNCHANGED = "unchanged"

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Literal
 
+from stages.candidate_step import CandidateStep
 from stages.hit_merge import absorb
 from stages.models import Candidate
 from stages.ranking import ranked
-from stages.support.candidate_stage import CandidateStage
 from stages.support.counters import DUPLICATES_MERGED
 
 DedupKey = Literal["evidence-key", "source"]
@@ -35,14 +35,12 @@ def dedup_by_evidence_key(candidates: Sequence[Candidate],
     return list(survivors.values())
 
 
-class KeyedDedup(CandidateStage):
-    """Merges candidates with equal evidence keys, per query.
+def keyed_dedup(key: DedupKey = "evidence-key") -> CandidateStep:
+    """The step that merges candidates with equal evidence keys, per query.
 
     Usage::
 
-        deduped = candidates | KeyedDedup()
+        deduped = candidates | CandidateStage(keyed_dedup())
     """
-
-    def __init__(self, key: DedupKey = "evidence-key") -> None:
-        super().__init__(partial(dedup_by_evidence_key, key=key),
+    return CandidateStep("KeyedDedup", partial(dedup_by_evidence_key, key=key),
                          DUPLICATES_MERGED)

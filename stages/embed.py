@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
-import apache_beam as beam
-from apache_beam import pvalue
-
-from connectors.embedder_port import EmbedderPort
+from connectors.embedder_port import EmbedderPort, Purpose
 from core.errors import RagEvidenceError
-from stages.models import DeadLetter, EmbeddedQuery, Query
-from stages.support.dead_letters import dead_letter
-from stages.support.internal_errors import HandlesErrors
-from stages.support.per_query import GuardedDoFn
-from stages.support.shared_embedder import SharedEmbedder, embed_texts
+from stages.models import DeadLetter, EmbeddedQuery, Query, dead_letter
+from stages.support import counters
+
+Embedded = tuple[float, ...] | RagEvidenceError
+"""A text's vector, or the error that stops that text alone."""
 
 
 def needs_embedding(query: Query) -> bool:
@@ -42,57 +40,30 @@ def embed_queries(queries: Sequence[Query], embedder: EmbedderPort | RagEvidence
     return out
 
 
-class _EmbedDoFn(GuardedDoFn):
-    output_type = EmbeddedQuery
-
-    def __init__(self, embedder: SharedEmbedder, refusal: str | None) -> None:
-        self._embedder = embedder
-        self._refusal = refusal
-
-    def answers(self, batch: list[Query]) -> list[EmbeddedQuery | DeadLetter]:
-        embedder: EmbedderPort | RagEvidenceError | None = (
-            None if self._refusal is None else RagEvidenceError(self._refusal))
-        if embedder is None and any(needs_embedding(q) for q in batch):
-            embedder = self._load()
-        return embed_queries(batch, embedder or _NOT_NEEDED)
-
-    def _load(self) -> EmbedderPort | RagEvidenceError:
-        try:
-            return self._embedder.acquire()
-        except RagEvidenceError as error:
-            return error
-
-
-_NOT_NEEDED = RagEvidenceError("no query of this batch needs the embedder")
-"""Stands in for the embedder in a batch of vector queries, so that the model is not loaded."""
-
-
 def not_embedded(query: Query) -> EmbeddedQuery:
     """A query that goes to recall as it is (lexical recall embeds nothing)."""
     return EmbeddedQuery(query=query)
 
 
-class EmbedQueries(HandlesErrors, beam.PTransform[beam.PCollection[Query], pvalue.DoOutputsTuple]):
-    """Query -> EmbeddedQuery (main `queries`) and DeadLetter (tag `dead_letter`).
+def embed_texts(embedder: EmbedderPort, texts: Sequence[str],
+                purpose: Purpose = "query") -> list[Embedded]:
+    """Embeds `texts` in one call, counting texts and milliseconds; when the batch has a text
+    the embedder refuses, each text is embedded alone so that only that one fails."""
+    if not texts:
+        return []
+    started = time.perf_counter()
+    try:
+        matrix = embedder.embed(texts, purpose)
+        vectors: list[Embedded] = [tuple(row.tolist()) for row in matrix]
+    except RagEvidenceError:
+        vectors = [_embed_one(embedder, text, purpose) for text in texts]
+    counters.count(counters.TEXTS_EMBEDDED, len(texts))
+    counters.count(counters.EMBEDDING_MS, round((time.perf_counter() - started) * 1000))
+    return vectors
 
-    Texts go to the model `batch_size` at a time; the model is loaded once per worker process,
-    on the first text. `refusal`, when set, is the error that dead-letters every query that
-    would need the embedder.
 
-    Usage::
-
-        embedded = queries | EmbedQueries(SharedEmbedder(open_model, "minilm"),
-                                          batch_size=64)
-    """
-
-    def __init__(self, embedder: SharedEmbedder, *, batch_size: int,
-                 refusal: str | None = None) -> None:
-        super().__init__()
-        self._fn = _EmbedDoFn(embedder, refusal)
-        self._batch_size = batch_size
-
-    def expand(self, queries: beam.PCollection[Query]) -> pvalue.DoOutputsTuple:
-        batches = queries | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
-                                                          max_batch_size=self._batch_size)
-        return self._guarded_step(batches, "EmbedTexts", self._fn, main="queries")
-
+def _embed_one(embedder: EmbedderPort, text: str, purpose: Purpose) -> Embedded:
+    try:
+        return tuple(embedder.embed([text], purpose)[0].tolist())
+    except RagEvidenceError as error:
+        return error

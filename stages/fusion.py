@@ -9,9 +9,9 @@ from functools import partial
 from typing import Annotated, Literal
 
 from core.params import Bound, Real, Whole, check_bounds
+from stages.candidate_step import CandidateStep
 from stages.hit_merge import absorb
 from stages.models import Candidate
-from stages.support.candidate_stage import CandidateStage
 
 RRF_K = Bound("rag.recall.rrf-k", ge=1)
 WEIGHT = Bound("rag.recall.weights", ge=0)
@@ -57,13 +57,12 @@ def _rrf_score(candidate: Candidate, rrf: RrfSettings) -> float:
     return sum(rrf.weight(r.reason) / (rrf.k + r.rank) for r in candidate.retrievers)
 
 
-class RrfFusion(CandidateStage):
-    """Fuses each query's ranked lists by Reciprocal Rank Fusion (hybrid recall).
+def rrf_fusion(rrf: RrfSettings) -> CandidateStep:
+    """The step that fuses each query's ranked lists by Reciprocal Rank Fusion (hybrid
+    recall).
 
     Usage::
 
-        fused = candidates | RrfFusion(RrfSettings(k=60, weights={"bm25": 0.5}))
+        fused = candidates | CandidateStage(rrf_fusion(RrfSettings(k=60)))
     """
-
-    def __init__(self, rrf: RrfSettings) -> None:
-        super().__init__(partial(fuse_reciprocal_rank, rrf=rrf))
+    return CandidateStep("RrfFusion", partial(fuse_reciprocal_rank, rrf=rrf))

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import apache_beam as beam
-
 from connectors.search_port import ContentRef
 from core import chunk_identity
 from core.chunk_identity import Identity, chunk_key, evidence_key
-from stages.models import Candidate, QueryCandidates, QueryHits, RetrieverHit
+from stages.models import Candidate, QueryHits, RetrieverHit
 from stages.support import counters
-from stages.support.internal_errors import HandlesErrors
-from stages.support.per_query import PerQueryDoFn
 
 Report = Callable[[str], None]
 """Called with a counter name each time something worth counting happens."""
@@ -32,7 +28,7 @@ def _ignore(_: str) -> None:
     return None
 
 
-__all__ = ["IdentityNormalize", "candidates_of", "chunk_key", "evidence_key"]
+__all__ = ["candidates_of", "chunk_key", "evidence_key"]
 
 
 def _candidate(hit_id: str | None, score: float, identity: Identity, content: str | None,
@@ -62,24 +58,3 @@ def candidates_of(query_hits: QueryHits, report: Report = _ignore) -> list[Candi
             for order, (hit_id, score, identity, content, ref, reason, rank) in enumerate(zip(
                 found.ids, found.scores, found.identities, found.contents, found.refs,
                 query_hits.reasons, query_hits.ranks, strict=True))]
-
-
-class _NormalizeDoFn(PerQueryDoFn):
-    output_type = QueryCandidates
-
-    def answer(self, query_hits: QueryHits) -> QueryCandidates:
-        return QueryCandidates(query_hits.query_id,
-                               tuple(candidates_of(query_hits, counters.count)))
-
-
-class IdentityNormalize(HandlesErrors, beam.PTransform[beam.PCollection[QueryHits],
-                                         beam.PCollection[QueryCandidates]]):
-    """QueryHits -> QueryCandidates with chunk identity and evidence keys.
-
-    Usage::
-
-        candidates = hits | IdentityNormalize()
-    """
-
-    def expand(self, hits: beam.PCollection[QueryHits]) -> beam.PCollection[QueryCandidates]:
-        return self._guarded_step(hits, "IdentityNormalize", _NormalizeDoFn()).main

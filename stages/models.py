@@ -291,3 +291,9 @@ class Continuation(NamedTuple):
     @property
     def query(self) -> Query:
         return self.embedded.query
+
+
+def dead_letter(query: Query, stage: DeadLetterStage, error: Exception) -> DeadLetter:
+    """A dead letter for `query`, with its id, line number and parsed input."""
+    return DeadLetter(stage=stage, error=str(error), query_id=query.id,
+                      line_number=query.line_number, input=query.model_dump(exclude_none=True))

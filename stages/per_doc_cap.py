@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from functools import partial
 
 from core.params import Bound
+from stages.candidate_step import CandidateStep
 from stages.models import Candidate
 from stages.ranking import ranked
-from stages.support.candidate_stage import CandidateStage
 from stages.support.counters import CAPPED
 
 MAX_CHUNKS_PER_DOCUMENT = Bound("rag.max-chunks-per-document", ge=1)
@@ -36,14 +36,16 @@ def cap_chunks_per_document(candidates: Sequence[Candidate], max_per_doc: int) -
     return kept
 
 
-class PerDocCap(CandidateStage):
-    """Keeps at most `max_per_doc` chunks of each document, per query.
+def per_doc_cap(max_per_doc: int = 2) -> CandidateStep:
+    """The step that keeps at most `max_per_doc` chunks of each document, per query.
 
     Usage::
 
-        capped = candidates | PerDocCap(max_per_doc=2)
-    """
+        capped = candidates | CandidateStage(per_doc_cap(max_per_doc=2))
 
-    def __init__(self, max_per_doc: int = 2) -> None:
-        MAX_CHUNKS_PER_DOCUMENT.check(max_per_doc)
-        super().__init__(partial(cap_chunks_per_document, max_per_doc=max_per_doc), CAPPED)
+    Raises:
+        OutOfBoundsError: `max_per_doc` is below 1 (a ValueError).
+    """
+    MAX_CHUNKS_PER_DOCUMENT.check(max_per_doc)
+    return CandidateStep("PerDocCap", partial(cap_chunks_per_document, max_per_doc=max_per_doc),
+                         CAPPED)

@@ -6,8 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Protocol
 
-import apache_beam as beam
-
 from core.params import PARAMS_CONFIG, Bound, Whole, check_bounds
 from stages.models import (
     QueryCandidates,
@@ -15,8 +13,6 @@ from stages.models import (
     block_fields,
 )
 from stages.ranking import ranked
-from stages.support.internal_errors import HandlesErrors
-from stages.support.per_query import PerQueryDoFn
 
 
 @dataclass(frozen=True)
@@ -87,30 +83,3 @@ def assemble_result(element: QueryCandidates, budget: ProjectionBudget) -> Query
     evidence = [block_fields(c, rank) for rank, c in enumerate(in_order, start=1)]
     return QueryResult.model_validate({"query_id": element.query_id, "evidence": evidence,
                                        "projected": projected_fields(in_order, budget)})
-
-
-class Project(HandlesErrors,
-              beam.PTransform[beam.PCollection[QueryCandidates], beam.PCollection[QueryResult]]):
-    """QueryCandidates -> QueryResult: ranked evidence blocks plus the Agent projection.
-
-    Usage::
-
-        results = candidates | Project(ProjectionBudget(max_items=5))
-    """
-
-    def __init__(self, budget: ProjectionBudget) -> None:
-        super().__init__()
-        self._budget = budget
-
-    def expand(self, pcoll: beam.PCollection[QueryCandidates]) -> beam.PCollection[QueryResult]:
-        return self._guarded_step(pcoll, "ProjectEvidence", _ProjectDoFn(self._budget)).main
-
-
-class _ProjectDoFn(PerQueryDoFn):
-    output_type = QueryResult
-
-    def __init__(self, budget: ProjectionBudget) -> None:
-        self._budget = budget
-
-    def answer(self, element: QueryCandidates) -> QueryResult:
-        return assemble_result(element, self._budget)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 
+from stages.candidate_step import CandidateStep
 from stages.models import Candidate
-from stages.support.candidate_stage import CandidateStage
 from stages.support.counters import BELOW_MIN_SCORE
 
 
@@ -16,14 +16,13 @@ def above_floor(candidates: Sequence[Candidate], min_score: float) -> list[Candi
     return [c for c in candidates if c.score >= min_score]
 
 
-class ScoreFloor(CandidateStage):
-    """Drops each query's candidates below `min_score`, counted as `below_min_score`.
+def score_floor(min_score: float) -> CandidateStep:
+    """The step that drops each query's candidates below `min_score`, counted as
+    `below_min_score`.
 
     Usage::
 
-        kept = candidates | ScoreFloor(min_score=0.6)
+        kept = candidates | CandidateStage(score_floor(min_score=0.6))
     """
-
-    def __init__(self, min_score: float) -> None:
-        super().__init__(partial(above_floor, min_score=min_score),
+    return CandidateStep("ScoreFloor", partial(above_floor, min_score=min_score),
                          BELOW_MIN_SCORE)

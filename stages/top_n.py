@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from functools import partial
 
 from core.params import Bound
+from stages.candidate_step import CandidateStep
 from stages.models import Candidate
 from stages.ranking import ranked
-from stages.support.candidate_stage import CandidateStage
 
 RETURN_N = Bound("rag.return-n", ge=1, le=10_000)
 
@@ -22,14 +22,15 @@ def top_n(candidates: Sequence[Candidate], return_n: int) -> list[Candidate]:
     return ranked(candidates)[:RETURN_N.check(return_n)]
 
 
-class TopN(CandidateStage):
-    """Keeps the `return_n` best candidates, per query.
+def top_n_step(return_n: int = 5) -> CandidateStep:
+    """The step that keeps the `return_n` best candidates, per query.
 
     Usage::
 
-        best = candidates | TopN(return_n=5)
-    """
+        best = candidates | CandidateStage(top_n_step(return_n=5))
 
-    def __init__(self, return_n: int = 5) -> None:
-        RETURN_N.check(return_n)
-        super().__init__(partial(top_n, return_n=return_n))
+    Raises:
+        OutOfBoundsError: `return_n` is outside `RETURN_N` (a ValueError).
+    """
+    RETURN_N.check(return_n)
+    return CandidateStep("TopN", partial(top_n, return_n=return_n))

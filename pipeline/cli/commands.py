@@ -1,14 +1,12 @@
-"""What each CLI command does, given parsed arguments; the CLI owns the terminal."""
+"""What `index` and `run` do, given parsed arguments; the CLI owns the terminal."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping, Sequence
 
 from core.errors import ConfigError
-from pipeline.cli.explain_report import explanation_text
 from pipeline.config.backends import backend_of
 from pipeline.config.loader import load_settings
 from pipeline.config.settings import Settings
@@ -17,7 +15,6 @@ from pipeline.ingest.job import run_index
 from pipeline.io.json_file import write_json_file
 from pipeline.io.run_io import RunIO
 from pipeline.run.dead_letter_limit import OPTION, DeadLetterLimit
-from pipeline.run.explain import explain, query_of
 from pipeline.run.job import run
 from stages.support.counters import DEAD_LETTERS, QUERIES
 
@@ -84,13 +81,3 @@ def run_command(args: argparse.Namespace, beam_args: Sequence[str],
               f"{io.dead_letters}", file=sys.stderr)
         return 1
     return 0 if summary.balanced else 1
-
-
-def explain_command(args: argparse.Namespace, environ: Mapping[str, str]) -> int:
-    """One query through every stage, printed as tables (or JSON with `--json`)."""
-    settings = _settings(args, environ)
-    query = query_of(args.query, args.filters)
-    explained = explain(settings, query)
-    print(json.dumps(explained.to_dict(), indent=1) if args.json
-          else explanation_text(explained))
-    return 0

@@ -8,8 +8,8 @@ import importlib
 import os
 import sys
 import traceback
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Callable, Sequence
+from typing import NoReturn, cast
 
 from pipeline.cli.log_setup import configure_logging, with_worker_log_level
 
@@ -95,22 +95,31 @@ CRASHED = 3
 with failures; refused before starting)."""
 
 
-COMMAND_MODULES = ("pipeline.cli.commands", "pipeline.cli.demo", "pipeline.eval.command")
+COMMANDS = {
+    "index": ("pipeline.cli.commands", "index_command"),
+    "run": ("pipeline.cli.commands", "run_command"),
+    "explain": ("pipeline.cli.explain_command", "explain_command"),
+    "demo": ("pipeline.cli.demo", "demo_command"),
+    "eval": ("pipeline.eval.command", "eval_command"),
+    "corpus": ("pipeline.eval.command", "corpus_command"),
+}
+"""Each command's function, by module: a command imports what it runs and no more (`explain`
+no Beam, `run` no evaluation)."""
 
 
-def _import_once() -> None:
-    """Imports the commands' modules, the first time in this process with the collector
-    paused and the result frozen: the thousands of objects of a few thousand modules are no
-    garbage, and no collection of the job, nor the one at exit, walks them again."""
-    if all(name in sys.modules for name in COMMAND_MODULES):
-        return
-    gc.disable()
-    try:
-        for name in COMMAND_MODULES:
-            importlib.import_module(name)
-    finally:
-        gc.freeze()
-        gc.enable()
+def command_function(command: str) -> Callable[..., int]:
+    """`command`'s function, its module imported the first time in this process with the
+    collector paused and the result frozen: the thousands of objects of a few thousand modules
+    are no garbage, and no collection walks them again."""
+    module, name = COMMANDS[command]
+    if module not in sys.modules:
+        gc.disable()
+        try:
+            importlib.import_module(module)
+        finally:
+            gc.freeze()
+            gc.enable()
+    return cast(Callable[..., int], getattr(sys.modules[module], name))
 
 
 def console(argv: Sequence[str] | None = None) -> NoReturn:
@@ -125,28 +134,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, beam_args = _parser().parse_known_args(argv)
     configure_logging(args.verbose)
     # Imported once logging is set up: importing Beam logs warnings that the setup filters.
-    _import_once()
+    function = command_function(args.command)
     from core.errors import RagEvidenceError, WallTimeExceededError, redact
-    from pipeline.cli.commands import explain_command, index_command, run_command
-    from pipeline.cli.demo import demo_command
-    from pipeline.eval.command import corpus_command, eval_command
 
     if args.command in ("demo", "corpus", "explain") and beam_args:
         print(f"rag-evidence: unrecognized arguments: {' '.join(beam_args)}", file=sys.stderr)
         return 2
     beam_args = with_worker_log_level(beam_args, args.verbose)
     try:
-        if args.command == "index":
-            return index_command(args, beam_args, os.environ)
-        if args.command == "run":
-            return run_command(args, beam_args, os.environ)
-        if args.command == "explain":
-            return explain_command(args, environ=os.environ)
-        if args.command == "eval":
-            return eval_command(args, beam_args, os.environ)
+        if args.command in ("index", "run", "eval"):
+            return function(args, beam_args, os.environ)
         if args.command == "corpus":
-            return corpus_command(args)
-        return demo_command(args, os.environ)
+            return function(args)
+        return function(args, os.environ)
     except WallTimeExceededError as error:
         print(f"rag-evidence: stopped: {error}", file=sys.stderr)
         return CRASHED

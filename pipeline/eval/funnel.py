@@ -58,7 +58,7 @@ class Funnel:
 
 def stage_names(rag: RagSettings) -> list[str]:
     """The funnel's stages for `rag`, in order."""
-    return [RECALL, *(type(stage).__name__ for stage in candidate_chain(rag)), PROJECT]
+    return [RECALL, *(step.name for step in candidate_chain(rag)), PROJECT]
 
 
 def every_stage_name() -> list[str]:

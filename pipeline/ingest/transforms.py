@@ -32,12 +32,13 @@ from pipeline.ingest.kept import Kept, kept_of_line
 from pipeline.ingest.plan import Pending, Planned
 from pipeline.ingest.sources import parse_chunk_line
 from pipeline.io.records import NumberedLine
+from stages.embed import embed_texts
 from stages.support import counters
 from stages.support.internal_errors import FailedElement, HandlesErrors
 from stages.support.owning_dofn import OwningDoFn
 from stages.support.per_query import GuardedDoFn
 from stages.support.progress import Progress
-from stages.support.shared_embedder import SharedEmbedder, embed_texts
+from stages.support.shared_embedder import SharedEmbedder
 
 NOT_INDEXED = "not_indexed"
 """The chunks that could not be indexed, as (where, why): the job's `--failures`."""

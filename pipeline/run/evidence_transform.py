@@ -13,9 +13,7 @@ from pipeline.config.backends import embedder_tag
 from pipeline.config.settings import Settings
 from pipeline.run.chain import candidate_chain
 from stages.continuation import PREVIOUS, RECALL, UNCHANGED, Continue
-from stages.embed import EmbedQueries, not_embedded
-from stages.fetch_content import FetchContent
-from stages.identity import IdentityNormalize
+from stages.embed import not_embedded
 from stages.models import (
     Continuation,
     DeadLetter,
@@ -25,10 +23,14 @@ from stages.models import (
     QueryState,
     RawResult,
 )
-from stages.projection import Project
-from stages.recall import STATE, Recall
+from stages.support.candidate_stage import CandidateStage
 from stages.support.internal_errors import HandlesErrors
 from stages.support.shared_embedder import SharedEmbedder
+from stages.transforms.embed import EmbedQueries
+from stages.transforms.fetch_content import FetchContent
+from stages.transforms.identity import IdentityNormalize
+from stages.transforms.projection import Project
+from stages.transforms.recall import STATE, Recall
 
 
 class EvidenceOutputs(NamedTuple):
@@ -116,8 +118,9 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
             hits = (hits, continued.hits) | "AllHits" >> beam.Flatten()
         candidates = hits | "IdentityNormalize" >> IdentityNormalize().with_error_handler(
             handler)
-        for stage in candidate_chain(rag):
-            candidates = candidates | type(stage).__name__ >> stage.with_error_handler(handler)
+        for step in candidate_chain(rag):
+            candidates = candidates | step.name >> CandidateStage(step).with_error_handler(
+                handler)
         fetched = candidates | "FetchContent" >> FetchContent(
             self._port_factory).with_error_handler(handler)
         results = fetched.candidates | "Project" >> Project(

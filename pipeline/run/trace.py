@@ -24,7 +24,7 @@ from stages.recall import recall_batch
 
 @dataclass(frozen=True)
 class StageStep:
-    """One candidate stage on one query: its name (the stage's class, as its Beam label) and
+    """One candidate stage on one query: its name (its Beam label) and
     the candidates before and after it."""
 
     name: str
@@ -71,9 +71,9 @@ def trace(settings: Settings, queries: Sequence[Query], port: KnowledgeSearchPor
             continue
         found = candidates_of(hits)
         steps, kept = [], found
-        for stage in chain:
-            after = stage.fn(kept)
-            steps.append(StageStep(type(stage).__name__, kept, after))
+        for step in chain:
+            after = step.fn(kept)
+            steps.append(StageStep(step.name, kept, after))
             kept = after
         fetched = with_contents(QueryCandidates(query.id, tuple(kept)), read)
         if isinstance(fetched, DeadLetter):

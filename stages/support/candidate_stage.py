@@ -1,37 +1,38 @@
-"""A thin Beam transform applying a pure `list[Candidate] -> list[Candidate]` stage per query."""
+"""A thin Beam transform applying a candidate stage (`CandidateStep`) per query."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
 import apache_beam as beam
 
-from stages.models import Candidate, QueryCandidates
+from stages.candidate_step import CandidateFn, CandidateStep
+from stages.models import QueryCandidates
 from stages.support import counters
 from stages.support.internal_errors import HandlesErrors
 from stages.support.per_query import PerQueryDoFn
 
-CandidateFn = Callable[[Sequence[Candidate]], list[Candidate]]
-
 
 class CandidateStage(HandlesErrors, beam.PTransform[beam.PCollection[QueryCandidates],
                                      beam.PCollection[QueryCandidates]]):
-    """Applies `fn` to each query's candidates; counts the dropped ones under `dropped_counter`.
-    Its step is labelled by the subclass's name, the name the docs and `explain` use."""
+    """Applies `step`'s function to each query's candidates, counting the dropped ones under
+    its counter; its inner step is labelled by the step's name, the name the docs and
+    `explain` use.
 
-    def __init__(self, fn: CandidateFn, dropped_counter: str | None = None) -> None:
+    Usage::
+
+        deduped = candidates | "KeyedDedup" >> CandidateStage(keyed_dedup())
+    """
+
+    def __init__(self, step: CandidateStep) -> None:
         super().__init__()
-        self._fn = fn
-        self._dropped_counter = dropped_counter
+        self._step = step
 
     @property
-    def fn(self) -> CandidateFn:
-        """The pure stage, its parameters bound (what `explain` calls)."""
-        return self._fn
+    def step(self) -> CandidateStep:
+        return self._step
 
     def expand(self, pcoll: beam.PCollection[QueryCandidates]) -> beam.PCollection[QueryCandidates]:
-        return self._guarded_step(pcoll, type(self).__name__,
-                               _CandidateDoFn(self._fn, self._dropped_counter)).main
+        return self._guarded_step(pcoll, self._step.name,
+                               _CandidateDoFn(self._step.fn, self._step.dropped_counter)).main
 
 
 class _CandidateDoFn(PerQueryDoFn):

@@ -1,10 +1,16 @@
-"""Beam counter names, the registry the run summary iterates, and a helper to bump them."""
+"""Beam counter names, the registry the run summary iterates, and a helper to bump them.
+
+The names import without Beam (`explain` and the settings use them); Beam's metrics are
+imported where a step first counts or a summary sums."""
 
 from __future__ import annotations
 
-from apache_beam.metrics import Metrics
-from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.runners.runner import PipelineResult
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from apache_beam.metrics import Metrics
+    from apache_beam.runners.runner import PipelineResult
 
 NAMESPACE = "rag_evidence"
 
@@ -63,10 +69,15 @@ INDEX_SUMMARY = (CHUNKS_ADDED, CHUNKS_UPDATED, CHUNKS_UNCHANGED, CHUNKS_DELETED,
 
 
 def count(name: str, amount: int = 1) -> None:
-    """Adds `amount` to counter `name`; must run inside a Beam DoFn or Map."""
+    """Adds `amount` to counter `name` inside a Beam DoFn or Map; outside any step (`explain`
+    calls the stages' functions without Beam) it counts nothing."""
     if amount:
         counter = _COUNTERS.get(name)
         if counter is None:
+            if "apache_beam" not in sys.modules:  # no step is running
+                return
+            from apache_beam.metrics import Metrics
+
             counter = _COUNTERS[name] = Metrics.counter(NAMESPACE, name)
         counter.inc(amount)
 
@@ -80,6 +91,8 @@ def totals(result: PipelineResult) -> dict[str, int]:
     """Sums the committed (or, where a runner has none, attempted) rag_evidence counters;
     empty for a runner without metrics (Beam's `PipelineResult.metrics` raises
     NotImplementedError there)."""
+    from apache_beam.metrics.metric import MetricsFilter
+
     try:
         metrics = result.metrics()
     except NotImplementedError:

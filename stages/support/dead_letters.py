@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from apache_beam import pvalue
 
-from stages.models import DeadLetter, DeadLetterStage, Query
+from stages.models import DeadLetter
 from stages.support import counters
 
 T = TypeVar("T")
@@ -25,9 +25,3 @@ def routed(results: Iterable[T | DeadLetter]) -> Iterator[T | pvalue.TaggedOutpu
             yield pvalue.TaggedOutput(DEAD_LETTER, result)
         else:
             yield result
-
-
-def dead_letter(query: Query, stage: DeadLetterStage, error: Exception) -> DeadLetter:
-    """A dead letter for `query`, with its id, line number and parsed input."""
-    return DeadLetter(stage=stage, error=str(error), query_id=query.id,
-                      line_number=query.line_number, input=query.model_dump(exclude_none=True))

@@ -12,9 +12,10 @@ from apache_beam.testing.util import assert_that, equal_to
 from connectors.embedder_port import Purpose
 from connectors.embedders.hashing import HashingEmbedder
 from core.errors import ConfigError
-from stages.embed import EmbedQueries, embed_queries
+from stages.embed import embed_queries
 from stages.models import DeadLetter, EmbeddedQuery, Query
 from stages.support.shared_embedder import SharedEmbedder
+from stages.transforms.embed import EmbedQueries
 
 DIM = 8
 LOADS: list[int] = []

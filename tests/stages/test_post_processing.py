@@ -4,9 +4,9 @@ import pytest
 
 from stages.dedup import dedup_by_evidence_key
 from stages.models import QueryCandidates
-from stages.per_doc_cap import PerDocCap, cap_chunks_per_document
+from stages.per_doc_cap import cap_chunks_per_document, per_doc_cap
 from stages.projection import ProjectionBudget, assemble_result
-from stages.top_n import TopN, top_n
+from stages.top_n import top_n, top_n_step
 from tests.builders import candidate, chunk
 
 
@@ -45,14 +45,14 @@ def test_cap_below_one_is_rejected_with_the_setting_name(bad: int) -> None:
     with pytest.raises(ValueError, match=rf"rag.max-chunks-per-document={bad}"):
         cap_chunks_per_document([], max_per_doc=bad)
     with pytest.raises(ValueError, match="max-chunks-per-document"):
-        PerDocCap(bad)
+        per_doc_cap(bad)
 
 
 def test_top_n_keeps_the_best_in_rank_order() -> None:
     kept = top_n([chunk("a", i, s) for i, s in enumerate([0.1, 0.9, 0.5])], return_n=2)
     assert [c.score for c in kept] == [0.9, 0.5]
     with pytest.raises(ValueError, match=r"rag\.return-n=0"):
-        TopN(0)
+        top_n_step(0)
 
 
 def test_evidence_blocks_are_ranked_from_one() -> None:

@@ -14,7 +14,8 @@ from connectors.embedded.store import EmbeddedStore
 from connectors.embedders.hashing import HashingEmbedder
 from stages.embed import embed_queries
 from stages.models import DeadLetter, EmbeddedQuery, Query, QueryHits
-from stages.recall import Recall, recall_batch
+from stages.recall import recall_batch
+from stages.transforms.recall import Recall
 from tests.builders import chunk_records, embedded_store, unit_vectors
 
 DIM = 8

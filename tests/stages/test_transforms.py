@@ -7,12 +7,14 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline.testing import query_hits
-from stages.dedup import KeyedDedup
-from stages.identity import IdentityNormalize
+from stages.dedup import keyed_dedup
 from stages.models import QueryCandidates
-from stages.per_doc_cap import PerDocCap
-from stages.projection import Project, ProjectionBudget
-from stages.top_n import TopN
+from stages.per_doc_cap import per_doc_cap
+from stages.projection import ProjectionBudget
+from stages.support.candidate_stage import CandidateStage
+from stages.top_n import top_n_step
+from stages.transforms.identity import IdentityNormalize
+from stages.transforms.projection import Project
 from tests.builders import chunk, recalled
 
 
@@ -43,7 +45,7 @@ def test_identity_normalize_transform() -> None:
 
 def test_keyed_dedup_transform_works_per_query() -> None:
     _assert_stage_gives(
-        KeyedDedup(),
+        CandidateStage(keyed_dedup()),
         [
             _query("q1", chunk("d", 0, 0.9), chunk("d", 0, 0.8)),
             _query("q2", chunk("d", 0, 0.5), chunk("d", 1, 0.4)),
@@ -54,7 +56,7 @@ def test_keyed_dedup_transform_works_per_query() -> None:
 
 def test_per_doc_cap_transform() -> None:
     _assert_stage_gives(
-        PerDocCap(2),
+        CandidateStage(per_doc_cap(2)),
         [_query("q", *(chunk("d", i, 1 - i / 10) for i in range(4)))],
         [("q", ["d#chunk-0", "d#chunk-1"])],
     )
@@ -62,7 +64,8 @@ def test_per_doc_cap_transform() -> None:
 
 def test_top_n_transform() -> None:
     _assert_stage_gives(
-        TopN(1), [_query("q", chunk("a", 0, 0.1), chunk("b", 0, 0.7))], [("q", ["b#chunk-0"])]
+        CandidateStage(top_n_step(1)), [_query("q", chunk("a", 0, 0.1), chunk("b", 0, 0.7))],
+        [("q", ["b#chunk-0"])]
     )
 
 

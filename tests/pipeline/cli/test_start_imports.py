@@ -58,3 +58,15 @@ def test_the_command_exits_with_mains_code_and_the_collector_on(tmp_path: Path) 
         capture_output=True, text=True, check=True, cwd=tmp_path)
     assert done.stdout.split() == ["2", "True", "True"]
     assert "absent.yaml" in done.stderr
+
+
+def test_explain_imports_no_beam(store_config: Path) -> None:
+    """`explain` calls the stages' functions in this process: Beam (more than half a second to
+    import) is not loaded, and the stages' modules hold no Beam step for it to load."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys\nfrom pipeline.cli.main import main\n"
+         f"assert main(['explain', '--config', {str(store_config)!r}, '--query', 'w']) == 0\n"
+         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'apache_beam')[:3])"],
+        capture_output=True, text=True, check=True, cwd=Path(__file__).parents[3])
+    assert done.stdout.splitlines()[-1] == "[]"
+    assert "projected for the Agent" in done.stdout

@@ -17,8 +17,8 @@ from pipeline.cli.main import main
 from pipeline.config.loader import load_settings
 from pipeline.run import chain
 from pipeline.run.evidence_transform import EvidenceTransform
+from stages.candidate_step import CandidateStep
 from stages.models import Candidate, Query
-from stages.support.candidate_stage import CandidateStage
 from tests.builders import FailingEmbedder, chunk_records, embedded_store, unit_vectors
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -56,13 +56,6 @@ def test_the_documented_diagrams_name_the_chain_in_order(page: str) -> None:
     assert [word for word in re.findall(r"[A-Z][A-Za-z]+", diagram) if word in names] == names
 
 
-class _DropOddChunks(CandidateStage):
-    """A stage a newcomer adds: drops the odd chunks."""
-
-    def __init__(self) -> None:
-        super().__init__(_even)
-
-
 def _even(candidates: Sequence[Candidate]) -> list[Candidate]:
     return [c for c in candidates if (c.chunk_index or 0) % 2 == 0]
 
@@ -71,7 +64,8 @@ def test_a_stage_added_to_the_chain_is_a_step_of_the_run_and_of_explain(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     steps = list(chain.CANDIDATE_STEPS)
-    steps.insert(3, lambda rag: _DropOddChunks())  # between PerDocCap and ScoreFloor
+    # a stage a newcomer adds, between PerDocCap and ScoreFloor: drops the odd chunks
+    steps.insert(3, lambda rag: CandidateStep("_DropOddChunks", _even))
     monkeypatch.setattr(chain, "CANDIDATE_STEPS", tuple(steps))
     assert "_DropOddChunks" in _labels(tmp_path)
     store = ["--set", f"search.embedded.path={tmp_path / 'store'}", "--set", "embedder.dim=8",

@@ -16,6 +16,7 @@ from connectors.embedder_port import EmbedderInfo
 from connectors.search_port import SearchOutcome, SearchRequest
 from pipeline.config.loader import load_settings
 from pipeline.run.job import run_job
+from stages.candidate_step import CandidateStep
 from stages.models import Candidate, DeadLetter, QueryCandidates
 from stages.support.candidate_stage import CandidateStage
 from stages.support.internal_errors import InternalDeadLetters, guarded_step
@@ -69,7 +70,7 @@ def test_a_stage_that_raises_for_one_query_dead_letters_that_query_only() -> Non
                 QueryCandidates(query_id="bad", candidates=(chunk("b", 0, 0.9),))]
     with TestPipeline() as p:
         handler = CollectingErrorHandler()
-        kept = p | beam.Create(elements) | CandidateStage(_explode_on_b) \
+        kept = p | beam.Create(elements) | CandidateStage(CandidateStep("Explode", _explode_on_b)) \
             .with_error_handler(handler)
         handler.close()
         letters = handler.output() | InternalDeadLetters()
@@ -81,7 +82,7 @@ def test_a_stage_that_raises_for_one_query_dead_letters_that_query_only() -> Non
 def test_without_an_error_handler_a_stage_that_raises_fails_the_pipeline() -> None:
     elements = [QueryCandidates(query_id="bad", candidates=(chunk("b", 0, 0.9),))]
     with pytest.raises(ValueError, match="stage bug"), TestPipeline() as p:
-        _ = p | beam.Create(elements) | CandidateStage(_explode_on_b)
+        _ = p | beam.Create(elements) | CandidateStage(CandidateStep("Explode", _explode_on_b))
 
 
 class _YieldsThenRaises(GuardedDoFn):
