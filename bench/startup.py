@@ -1,6 +1,6 @@
-"""Start-up of small jobs: where the seconds of a 1- and a 20-query `run`, an `explain` and an
-`index` of one changed document go, on the embedded store with the packaged model (the
-semantic extra).
+"""Start-up of small jobs: where the seconds of a 1- and a 20-query `run`, a night of those 20
+continued from the last with nothing changed, an `explain` and an `index` of one changed
+document go, on the embedded store with the packaged model (the semantic extra).
 
 Each command runs in a fresh process, --repeat times; the table gives the median of each
 phase, exclusive of the phases inside it:
@@ -37,6 +37,9 @@ from typing import Any
 CASES = {
     "run 1": ["run", "--queries", "{work}/q1.jsonl", "--out", "{work}/out1.jsonl"],
     "run 20": ["run", "--queries", "{work}/q20.jsonl", "--out", "{work}/out20.jsonl"],
+    "night, no change": ["run", "--queries", "{work}/q20.jsonl", "--out", "{work}/night.jsonl",
+                         "--previous", "{work}/first-night.jsonl",
+                         "--snapshot", "{work}/night-snapshot.jsonl"],
     "explain": ["explain", "--query", "how do threads share files?"],
     "index 1 changed": ["index", "--docs", "{work}/docs"],
 }
@@ -147,6 +150,11 @@ def _prepare(work: Path) -> Path:
                       encoding="utf-8")
     _timed_process([sys.executable, "-m", "pipeline.cli.main", "index", "--config",
                     str(config), "--docs", str(docs)])
+    (work / "empty.jsonl").write_text("", encoding="utf-8")
+    _timed_process([sys.executable, "-m", "pipeline.cli.main", "run", "--config", str(config),
+                    "--queries", str(work / "q20.jsonl"), "--out", str(work / "first.jsonl"),
+                    "--previous", str(work / "empty.jsonl"),
+                    "--snapshot", str(work / "first-night.jsonl")])
     return config
 
 
