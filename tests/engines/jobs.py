@@ -12,6 +12,13 @@ JOB_SECONDS = 900
 after this instead."""
 
 
+QUESTIONS = ["How do I parse a JSON document?", "read the lines of a file",
+             "match a regular expression", "sort a list in place", "send an HTTP request",
+             "format a date", "make a temporary directory", "copy a file",
+             "run a command in a subprocess", "compute a SHA-256 digest"]
+"""Text queries over the standard library's docs."""
+
+
 @dataclass(frozen=True)
 class Job:
     """What a job left: results by query id, dead letters in line order, the summary."""

@@ -6,24 +6,18 @@ the dead letters, the balance and the counters, with no query searched twice."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import yaml
 
 from connectors.embedders.model_location import MINILM
-from tests.engines.jobs import Job, cli, lines, results_of, run
+from tests.engines.jobs import QUESTIONS, Job, cli, run
 
 pytestmark = [pytest.mark.engines, pytest.mark.slow]
 
-QUESTIONS = ["How do I parse a JSON document?", "read the lines of a file",
-             "match a regular expression", "sort a list in place", "send an HTTP request",
-             "format a date", "make a temporary directory", "copy a file",
-             "run a command in a subprocess", "compute a SHA-256 digest"]
 COUNTED = ("queries", "results", "dead_letters", "internal_errors", "candidates",
            "duplicates_merged", "capped", "search_requests", "texts_embedded")
 
@@ -108,111 +102,6 @@ def test_an_elasticsearch_run_and_its_es_sink_give_the_local_runners_evidence(
         assert stored == local.results
     finally:
         es_client.options(ignore_status=404).indices.delete(index=sink)
-
-
-def _store(config: Path) -> dict[str, tuple[dict, list[float]]]:
-    """Each chunk of the embedded store `config` names: its record and its vector."""
-    root = Path(yaml.safe_load(config.read_text())["search"]["embedded"]["path"])
-    version = root / "versions" / (root / "CURRENT").read_text().strip()
-    vectors = np.load(version / "vectors.npy")
-    records = lines(version / "records.jsonl")
-    return {r["id"]: (r, vectors[row].tolist()) for row, r in enumerate(records)}
-
-
-def test_index_on_the_engine_builds_and_updates_the_local_runners_store(
-        engine: list[str], tmp_path: Path, sdk_python: Path, sdk_env: dict[str, str],
-        corpus: Path) -> None:
-    docs = tmp_path / "docs"
-    shutil.copytree(corpus, docs)
-    configs = {}
-    for name in ("local", "engine"):
-        configs[name] = tmp_path / f"{name}.yaml"
-        configs[name].write_text(f"search:\n  embedded:\n    path: {tmp_path / name}\n")
-
-    def index(name: str, *beam: str) -> dict:
-        summary = tmp_path / f"{name}.summary.json"
-        cli(sdk_python, sdk_env, tmp_path, "index", "--config", str(configs[name]), "--docs",
-            str(docs), "--summary", str(summary), *beam)
-        counts: dict = json.loads(summary.read_text())
-        return counts
-
-    first = index("local"), index("engine", *engine)
-    assert _store(configs["engine"]) == _store(configs["local"])
-    assert len(_store(configs["local"])) == 168
-
-    (docs / "json.md").write_text("# json\n\nA changed page about JSON.\n")
-    (docs / "csv.md").unlink()
-    second = index("local"), index("engine", *engine)
-    assert _store(configs["engine"]) == _store(configs["local"])
-    for local_summary, engine_summary in (first, second):
-        assert _counts(engine_summary) == _counts(local_summary)
-    assert _counts(second[1])["deleted"] > 0 and _counts(second[1])["updated"] == 1
-
-
-def _counts(summary: dict) -> dict:
-    return {k: v for k, v in summary.items() if k in ("added", "updated", "unchanged",
-                                                      "deleted", "failed", "texts_embedded")}
-
-
-@pytest.fixture(scope="module")
-def continued_night(tmp_path_factory: pytest.TempPathFactory, sdk_python: Path,
-                    sdk_env: dict[str, str]) -> tuple[Path, Path, Path, Job, list[dict]]:
-    """A store of vector chunks, a first night on it (the local runner) with its state, then
-    3% of the store changed: the config, the queries, PREV, the second night continued on the
-    local runner, and the snapshots of that night continued and in full."""
-    root = tmp_path_factory.mktemp("continued")
-    rng = np.random.default_rng(8)
-    vectors = rng.normal(size=(400, 16))
-    config = root / "config.yaml"
-    config.write_text(f"search:\n  embedded:\n    path: {root / 'store'}\n"
-                      "embedder:\n  dim: 16\nrag:\n  retrieve-k: 10\n")
-
-    def index(rows: np.ndarray, name: str) -> None:
-        chunks = root / name
-        chunks.write_text("".join(json.dumps({
-            "id": f"doc{n // 4}#chunk-{n % 4}", "vector": v.tolist(), "content": f"chunk {n}",
-            "metadata": {"docId": f"doc{n // 4}", "chunkIndex": n % 4}}) + "\n"
-            for n, v in enumerate(rows) if np.isfinite(v).all()))
-        cli(sdk_python, sdk_env, root, "index", "--config", str(config), "--chunks", str(chunks),
-            "--cleanup", "full")
-
-    index(vectors, "chunks1.jsonl")
-    queries = root / "queries.jsonl"
-    queries.write_text("".join(json.dumps({"id": f"v{n}", "vector": v.tolist()}) + "\n"
-                               for n, v in enumerate(rng.normal(size=(30, 16)))) + "".join(
-        json.dumps({"id": f"t{n}", "text": text}) + "\n" for n, text in enumerate(QUESTIONS)))
-    empty = root / "empty.jsonl"
-    empty.write_text("")
-    prev = root / "night1" / "all.jsonl"
-    run(sdk_python, sdk_env, root / "night1", config, queries, "--previous", str(empty),
-        "--snapshot", str(prev))
-    vectors[:4] = rng.normal(size=(4, 16))  # rewritten
-    vectors[4:8] = np.nan  # deleted
-    index(np.vstack([vectors, rng.normal(size=(4, 16))]), "chunks2.jsonl")  # and added
-    continued = run(sdk_python, sdk_env, root / "local", config, queries, "--previous",
-                    str(prev), "--snapshot", str(root / "local" / "all.jsonl"))
-    run(sdk_python, sdk_env, root / "full", config, queries, "--previous", str(empty),
-        "--snapshot", str(root / "full" / "all.jsonl"))
-    snapshots = [results_of(root / name / "all.jsonl") for name in ("local", "full")]
-    return config, queries, prev, continued, snapshots
-
-
-def test_a_continued_night_on_the_engine_equals_the_local_runners_and_a_full_run(
-        engine: list[str], tmp_path: Path, sdk_python: Path, sdk_env: dict[str, str],
-        continued_night: tuple[Path, Path, Path, Job, list[dict]]) -> None:
-    config, queries, prev, local, (local_snapshot, full_snapshot) = continued_night
-    job = run(sdk_python, sdk_env, tmp_path, config, queries, "--previous", str(prev),
-              "--snapshot", str(tmp_path / "all.jsonl"), *engine)
-    snapshot = results_of(tmp_path / "all.jsonl")
-    assert len(snapshot) == 40 and snapshot == local_snapshot == full_snapshot
-    assert job.results == local.results
-    counted = ("queries_continued", "continued_unchanged", "evidence_unchanged",
-               "evidence_changed", "texts_embedded", "delta_chunks")
-    assert {n: job.summary["counts"][n] for n in counted} == {
-        n: local.summary["counts"][n] for n in counted}
-    assert job.summary["counts"]["queries_continued"] == 40
-    assert job.summary["counts"]["texts_embedded"] == 0
-    assert job.summary["counts"]["delta_chunks"] == 12
 
 
 def test_the_workers_venv_holds_no_torch(sdk_python: Path, sdk_env: dict[str, str]) -> None:
