@@ -7,6 +7,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from connectors.embedder_port import EmbedderInfo
@@ -174,8 +175,12 @@ class ContinuablePort(ColumnPort, Protocol):
     each kNN request exactly, among the chunks whose ids `among[i]` or `shared` (the same for
     every request) name, that match its filters (ids the store does not hold are passed over),
     keeping the hits that score strictly above `above[i]`, at most `k`, best first: the same
-    ids, scores and order a search of the whole store gives those chunks.
+    ids, scores and order a search of the whole store gives those chunks. `vectors_of(ids)`
+    gives the unit float32 vectors of the chunks `ids` names that the store holds, one row
+    each in the order named, as `search_among` scores them before it scores exactly.
     """
+
+    def vectors_of(self, ids: Sequence[str]) -> np.ndarray: ...
 
     def search_among(self, requests: Sequence[SearchRequest], among: Sequence[Sequence[str]],
                      above: Sequence[float], shared: Sequence[str] = ()

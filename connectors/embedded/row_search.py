@@ -99,25 +99,43 @@ class RowSearch:
         if not dense:
             return outcomes
         queries, usable = unit_rows([requests[i].vector or () for i in dense])
-        rough_shared = queries @ np.asarray(self._vectors[shared], dtype=np.float32).T
+        vectors = self._rows_view()
+        rough_shared = queries @ np.asarray(vectors[shared], dtype=np.float32).T
+        owns = [np.asarray(among[i], dtype=np.int64) for i in dense]
+        ends = np.cumsum([len(own) for own in owns])
+        own_all = np.concatenate(owns) if owns else np.empty(0, np.int64)
+        owner = np.repeat(np.arange(len(dense)), [len(own) for own in owns])
+        # rough scores only choose which rows are scored exactly: their order of sums is free
+        rough_own = np.einsum("ij,ij->i", np.asarray(vectors[own_all], dtype=np.float32),
+                              queries[owner])
+        floors = 2.0 * np.asarray([above[i] for i in dense], dtype=np.float64) - 1.0 - (
+            SCORE_TOLERANCE)
+        own_passed = rough_own > floors[owner]
         for row, i in enumerate(dense):
             if not usable[row]:
                 outcomes[i] = KnowledgeSearchError(
                     f"vector {NO_DIRECTION}: cosine similarity is undefined")
                 continue
-            own = np.asarray(among[i], dtype=np.int64)
-            rough_own = np.asarray(self._vectors[own], dtype=np.float32) @ queries[row]
-            floor = 2.0 * above[i] - 1.0 - SCORE_TOLERANCE
-            rows = np.unique(np.concatenate([own[rough_own > floor],
-                                             shared[rough_shared[row] > floor]]))
+            start = ends[row] - len(owns[row])
+            passed = own_all[start:ends[row]][own_passed[start:ends[row]]]
+            rows = np.unique(np.concatenate([passed, shared[rough_shared[row] > floors[row]]]))
             matching = self._filters.matching_rows(requests[i].filters)
             if matching is not None:
                 rows = np.intersect1d(rows, matching)
-            top, cosines = subset_neighbours(self._vectors, queries[row], rows, requests[i].k)
+            top, cosines = subset_neighbours(vectors, queries[row], rows, requests[i].k)
             reported = _reported(cosines)
             keep = reported > above[i]
             outcomes[i] = top[keep], reported[keep]
         return outcomes
+
+    def _rows_view(self) -> np.ndarray:
+        """The vectors as a plain array (a memory map's indexing costs more per call)."""
+        vectors = self._vectors
+        return vectors.view(np.ndarray) if isinstance(vectors, np.memmap) else vectors
+
+    def vectors_of(self, rows: np.ndarray) -> np.ndarray:
+        """The unit float32 vectors of `rows`, as `search_among` scores them roughly."""
+        return np.asarray(self._vectors[rows], dtype=np.float32)
 
     def _exact(self, queries: np.ndarray, ks: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
         return exact_neighbours(self._vectors, queries, ks)

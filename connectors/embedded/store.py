@@ -75,6 +75,7 @@ class EmbeddedStore:
         self._version = version or (str(lease.folder) if lease else f"memory:{id(self)}")
         self._others: dict[str, EmbeddedStore] = {}
         self._row_of_id: dict[str, int] | None = None
+        self._shared: tuple[tuple[str, ...], np.ndarray] | None = None
         self._closed = False
 
     @classmethod
@@ -156,11 +157,24 @@ class EmbeddedStore:
         if self._closed:
             raise KnowledgeSearchError("the embedded store was closed; open it again to search")
         return self._as_chunks(self._rows.search_among(
-            requests, [self._rows_of(ids) for ids in among], above, self._rows_of(shared)))
+            requests, [self._rows_of(ids) for ids in among], above, self._shared_rows(shared)))
+
+    def _shared_rows(self, shared: Sequence[str]) -> np.ndarray:
+        """The rows of `shared`, kept for the next call: a continued run passes the same
+        changed chunks with every batch."""
+        if self._shared is None or self._shared[0] != shared:
+            self._shared = (tuple(shared), self._rows_of(shared))
+        return self._shared[1]
+
+    def vectors_of(self, ids: Sequence[str]) -> np.ndarray:
+        """See `ContinuablePort`."""
+        if self._closed:
+            raise KnowledgeSearchError("the embedded store was closed; open it again to search")
+        return self._rows.vectors_of(self._rows_of(ids))
 
     def _rows_of(self, ids: Sequence[str]) -> np.ndarray:
-        row_of = self._rows_by_id()
-        return np.fromiter((row for i in ids if (row := row_of.get(i)) is not None), np.int64)
+        get = self._rows_by_id().get
+        return np.asarray([row for i in ids if (row := get(i)) is not None], dtype=np.int64)
 
     def _rows_by_id(self) -> dict[str, int]:
         if self._row_of_id is None:
