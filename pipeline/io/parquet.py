@@ -9,12 +9,14 @@ Results: one row per query, the fields of a JSONL result line as nested columns.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import types
 import typing
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import apache_beam as beam
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
@@ -55,23 +57,94 @@ def _row_groups_of_file(_impulse: bytes, path: str) -> Iterator[RowGroup]:
     return row_groups(path)
 
 
-def read_row_group(group: RowGroup, columns: Sequence[str] | None = None
-                   ) -> Iterator[InputRecord]:
+def read_row_group(group: RowGroup, columns: Sequence[str] | None = None,
+                   wanted: Mapping[int, Any] | None = None) -> Iterator[InputRecord]:
     """The rows of one row group, a batch at a time, holding only `columns` when given (a
-    column the file lacks is absent from every row). What does not decode ends the group as
-    an `UnreadableRest` naming it and its first row not read."""
+    column the file lacks is absent from every row), and only the rows whose numbers are
+    `wanted` when given (the others are never made objects). What does not decode ends the
+    group as an `UnreadableRest` naming it and its first row not read."""
+    for number, batch in _batches(group, columns, wanted):
+        if isinstance(batch, UnreadableRest):
+            yield number, batch
+            return
+        if wanted is None:
+            numbers: Iterable[int] = range(number, number + batch.num_rows)
+        else:
+            taken = [at for at in range(batch.num_rows) if number + at in wanted]
+            numbers = [number + at for at in taken]
+            batch = batch.take(pa.array(taken, pa.int64()))
+        for row_number, row in zip(numbers, batch.to_pylist(), strict=True):
+            yield row_number, {name: value for name, value in row.items()
+                               if value is not None}
+
+
+def _batches(group: RowGroup, columns: Sequence[str] | None = None,
+             wanted: Mapping[int, Any] | None = None
+             ) -> Iterator[tuple[int, pa.RecordBatch | UnreadableRest]]:
+    """The row group's batches, each with the number of its first row (none when `wanted`
+    holds no row of the group); what does not decode ends it as an `UnreadableRest`."""
     path, index, number = group
     try:
         with FileSystems.open(path) as handle:
-            for batch in pq.ParquetFile(handle).iter_batches(
-                    BATCH_ROWS, row_groups=[index], columns=columns):
-                for row in batch.to_pylist():
-                    yield number, {name: value for name, value in row.items()
-                                   if value is not None}
-                    number += 1
+            parquet = pq.ParquetFile(handle)
+            rows = parquet.metadata.row_group(index).num_rows
+            if wanted is not None and not any(n in wanted for n in range(number,
+                                                                        number + rows)):
+                return
+            for batch in parquet.iter_batches(BATCH_ROWS, row_groups=[index],
+                                              columns=columns):
+                yield number, batch
+                number += batch.num_rows
     except (OSError, pa.ArrowException) as error:
         yield number, UnreadableRest(f"{path} row group {index} (rows from {number}) cannot "
                                      f"be read: {error}")
+
+
+def row_group_digests(group: RowGroup) -> Iterator[tuple[int, Any, bytes | None]]:
+    """(row number, its id as read, the digest of the whole row) of each row of a row group,
+    with no row made an object; an `UnreadableRest` in place of the id (and no digest) where
+    the group stops decoding (see `row_digests`)."""
+    for number, batch in _batches(group):
+        if isinstance(batch, UnreadableRest):
+            yield number, batch, None
+            return
+        ids = (batch.column("id").to_pylist() if "id" in batch.schema.names
+               else [None] * batch.num_rows)
+        for at, (query_id, digest) in enumerate(zip(ids, row_digests(batch), strict=True)):
+            yield number + at, query_id, digest
+
+
+def row_digests(batch: pa.RecordBatch) -> list[bytes]:
+    """A digest of each row of `batch`, over every column's name and value: a list of numbers
+    by its raw bytes, anything else by its JSON (a null by a byte no JSON starts with)."""
+    hashes = [hashlib.blake2b(digest_size=16) for _ in range(batch.num_rows)]
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        label = name.encode("utf-8", "surrogatepass") + b"\x00"
+        for sha, value in zip(hashes, _column_bytes(column), strict=True):
+            sha.update(label)
+            sha.update(len(value).to_bytes(8, "little"))
+            sha.update(value)
+    return [sha.digest() for sha in hashes]
+
+
+_NULL = b"\x00"
+
+
+def _column_bytes(column: pa.Array) -> list[bytes]:
+    kind = column.type
+    if (pa.types.is_list(kind) or pa.types.is_large_list(kind)) and (
+            pa.types.is_floating(kind.value_type) or pa.types.is_integer(kind.value_type)):
+        valid = column.is_valid().to_pylist()
+        offsets = column.offsets.to_numpy(zero_copy_only=False)
+        values = column.flatten().to_numpy(zero_copy_only=False)
+        start = int(offsets[0])
+        raw = values.tobytes()
+        width = values.itemsize
+        tag = str(values.dtype).encode()
+        return [tag + raw[(int(a) - start) * width:(int(b) - start) * width] if ok else _NULL
+                for ok, a, b in zip(valid, offsets[:-1], offsets[1:], strict=True)]
+    return [_NULL if value is None else orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+            for value in column.to_pylist()]
 
 
 def read_all_rows(path: str) -> Iterator[InputRecord]:
@@ -81,19 +154,29 @@ def read_all_rows(path: str) -> Iterator[InputRecord]:
 
 class ReadParquetQueries(beam.PTransform[beam.pvalue.PBegin, beam.PCollection[InputRecord]]):
     """A Parquet file as (row number, {column: value}) records, split by row group; only
-    `columns`, when given (the pass over the ids reads no vectors)."""
+    `columns`, when given (the pass over the ids reads no vectors), and only the rows whose
+    numbers `wanted` holds (keys of (number, anything) pairs), when given. With `digests`,
+    (row number, id, digest of the row) instead (see `row_group_digests`)."""
 
-    def __init__(self, path: str, columns: Sequence[str] | None = None) -> None:
+    def __init__(self, path: str, columns: Sequence[str] | None = None,
+                 wanted: beam.PCollection[tuple[int, Any]] | None = None,
+                 digests: bool = False) -> None:
         super().__init__()
         self._path = path
         self._columns = None if columns is None else list(columns)
+        self._wanted, self._digests = wanted, digests
 
     def expand(self, begin: beam.pvalue.PBegin) -> beam.PCollection[InputRecord]:
-        return (begin
-                | "Start" >> beam.Impulse()
-                | "RowGroups" >> beam.FlatMap(_row_groups_of_file, self._path)
-                | "SpreadRowGroups" >> beam.Reshuffle()
-                | "ReadRowGroups" >> beam.FlatMap(read_row_group, self._columns))
+        groups = (begin
+                  | "Start" >> beam.Impulse()
+                  | "RowGroups" >> beam.FlatMap(_row_groups_of_file, self._path)
+                  | "SpreadRowGroups" >> beam.Reshuffle())
+        if self._digests:
+            return groups | "DigestRowGroups" >> beam.FlatMap(row_group_digests)
+        if self._wanted is not None:
+            return groups | "ReadRowGroups" >> beam.FlatMap(
+                read_row_group, self._columns, beam.pvalue.AsDict(self._wanted))
+        return groups | "ReadRowGroups" >> beam.FlatMap(read_row_group, self._columns)
 
 
 _SCALARS = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}

@@ -8,6 +8,7 @@ import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import apache_beam as beam
 import pyarrow as pa
@@ -16,6 +17,7 @@ from apache_beam.io.filesystems import FileSystems
 from core.errors import InvalidInputError
 from pipeline.io.line_blocks import ReadNumberedLines, count_lines, read_numbered_lines
 from pipeline.io.parquet import ReadParquetQueries, is_parquet, parquet_rows, read_all_rows
+from pipeline.io.query_ids import line_digest
 from pipeline.io.records import InputRecord
 
 
@@ -26,12 +28,20 @@ class QuerySource(ABC):
     path: str
 
     @abstractmethod
-    def read(self) -> beam.PTransform:
-        """PBegin -> the file's records, split for a runner's workers."""
+    def read(self, wanted: beam.PCollection[tuple[int, Any]] | None = None
+             ) -> beam.PTransform:
+        """PBegin -> the file's records, split for a runner's workers; only those whose line
+        (or row) numbers `wanted` holds as keys, when given."""
 
     def read_ids(self) -> beam.PTransform:
         """PBegin -> records that hold at least each query's `id` (by default, all of it)."""
         return self.read()
+
+    @abstractmethod
+    def read_digests(self) -> beam.PTransform:
+        """PBegin -> (line or row number, the id as read or an unreadable part, the digest of
+        the whole record or None) per record: what a continued run tells unchanged queries
+        by, without parsing them."""
 
     @abstractmethod
     def records(self) -> Iterator[InputRecord]:
@@ -54,8 +64,14 @@ class QuerySource(ABC):
 class JsonLinesQueries(QuerySource):
     """One JSON object per line; `.gz`, `.bz2`... files are read whole, others in blocks."""
 
-    def read(self) -> beam.PTransform:
-        return ReadNumberedLines(self.path)
+    def read(self, wanted: beam.PCollection[tuple[int, Any]] | None = None
+             ) -> beam.PTransform:
+        if wanted is None:
+            return ReadNumberedLines(self.path)
+        return _OnlyWanted(ReadNumberedLines(self.path), wanted)
+
+    def read_digests(self) -> beam.PTransform:
+        return _Digested(ReadNumberedLines(self.path))
 
     def records(self) -> Iterator[InputRecord]:
         yield from read_numbered_lines(self.path)
@@ -69,8 +85,12 @@ class ParquetQueries(QuerySource):
 
     counts_cheaply = True
 
-    def read(self) -> beam.PTransform:
-        return ReadParquetQueries(self.path)
+    def read(self, wanted: beam.PCollection[tuple[int, Any]] | None = None
+             ) -> beam.PTransform:
+        return ReadParquetQueries(self.path, wanted=wanted)
+
+    def read_digests(self) -> beam.PTransform:
+        return ReadParquetQueries(self.path, digests=True)
 
     def read_ids(self) -> beam.PTransform:
         return ReadParquetQueries(self.path, columns=["id"])
@@ -87,6 +107,28 @@ class ParquetQueries(QuerySource):
         except (OSError, pa.ArrowException) as error:
             raise InvalidInputError("--queries", self.path,
                                     f"is not a readable Parquet file ({error})") from None
+
+
+class _OnlyWanted(beam.PTransform[beam.pvalue.PBegin, beam.PCollection[InputRecord]]):
+    def __init__(self, read: beam.PTransform, wanted: beam.PCollection[tuple[int, Any]]
+                 ) -> None:
+        super().__init__()
+        self._read, self._wanted = read, wanted
+
+    def expand(self, begin: beam.pvalue.PBegin) -> beam.PCollection[InputRecord]:
+        return (begin
+                | "Records" >> self._read
+                | "OnlyWanted" >> beam.Filter(lambda record, wanted: record[0] in wanted,
+                                              beam.pvalue.AsDict(self._wanted)))
+
+
+class _Digested(beam.PTransform[beam.pvalue.PBegin, beam.PCollection[Any]]):
+    def __init__(self, read: beam.PTransform) -> None:
+        super().__init__()
+        self._read = read
+
+    def expand(self, begin: beam.pvalue.PBegin) -> beam.PCollection[Any]:
+        return begin | "Records" >> self._read | "Digests" >> beam.Map(line_digest)
 
 
 def query_source(path: str) -> QuerySource:

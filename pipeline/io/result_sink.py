@@ -5,7 +5,7 @@ it holds, and (files) how to read results back, so that eval, demo and tests use
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,15 @@ from pipeline.io.parquet import (
 )
 from pipeline.io.query_source import QuerySource, query_source
 from pipeline.io.records import unreadable_reason
-from pipeline.io.single_file_sink import ParquetRows, TextLines, WriteToSingleFile
+from pipeline.io.single_file_sink import (
+    ParquetRows,
+    PartFormat,
+    TextLines,
+    WriteToSingleFile,
+    parts_folder,
+    write_part,
+    write_parts,
+)
 from stages.models import DeadLetter, QueryResult, RawResult
 from stages.support import counters
 from stages.support.internal_errors import guarded_step
@@ -64,12 +72,39 @@ class ResultFile(ResultSink):
     def count(self) -> int:
         return self._records().count()
 
-    @abstractmethod
     def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler,
-              counted: bool = True, records: beam.PCollection[RawResult] | None = None
-              ) -> None:
+              counted: bool = True, records: beam.PCollection[RawResult] | None = None,
+              parts: ResultParts | None = None,
+              written: beam.PCollection[str] | None = None) -> None:
         """As `ResultSink.write`; `records`, when given, are written too: results as a result
-        file held them (read by `read_raw_transform`)."""
+        file held them (read by `read_raw_transform`; a JSON line is copied as it is).
+        `written` are part files that other steps wrote with `parts` (see `parts()`)."""
+        parts = parts or self.parts()
+        encoded = guarded_step(results, self._ENCODE_LABEL,
+                               _Encode(self._encode, counted), errors).main
+        extra = [] if written is None else [written]
+        if records is not None:
+            copied = records | self._COPY_LABEL >> beam.Map(parts.element_of, self.location)
+            extra.append(copied | "WriteCopiedParts" >> write_parts(parts.folder, parts.format))
+        merged = None
+        if extra:
+            merged = tuple(extra) | "OtherParts" >> beam.Flatten() if len(extra) > 1 else extra[0]
+        encoded | "WriteResults" >> WriteToSingleFile(self.location, parts.format,
+                                                      parts.folder, merged)
+
+    def parts(self) -> ResultParts:
+        """Where and how steps other than the sink's own write parts of this file (a new
+        folder each call: call it once per job)."""
+        return ResultParts(parts_folder(self.location), self._format(), self.location)
+
+    _ENCODE_LABEL = "ResultJson"
+    _COPY_LABEL = "RecordJson"
+
+    @abstractmethod
+    def _encode(self, result: QueryResult) -> Any: ...
+
+    @abstractmethod
+    def _format(self) -> PartFormat: ...
 
     def read(self) -> Iterator[QueryResult]:
         """The results the file holds, in file order."""
@@ -90,31 +125,42 @@ class ResultFile(ResultSink):
 
 
 class JsonLinesResults(ResultFile):
-    def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler,
-              counted: bool = True, records: beam.PCollection[RawResult] | None = None
-              ) -> None:
-        """`records`, when given, are written too: results as a result file held them (a
-        JSON line is copied as it is)."""
-        lines = guarded_step(results, "ResultJson", _Encode(to_json_line, counted), errors).main
-        if records is not None:
-            copied = records | "RecordJson" >> beam.Map(_json_line_of, self.location)
-            lines = (lines, copied) | "AllLines" >> beam.Flatten()
-        lines | "WriteResults" >> WriteToSingleFile(self.location, TextLines())
+    def _encode(self, result: QueryResult) -> str:
+        return to_json_line(result)
 
+    def _format(self) -> PartFormat:
+        return TextLines()
 
 
 class ParquetResults(ResultFile):
-    def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler,
-              counted: bool = True, records: beam.PCollection[RawResult] | None = None
-              ) -> None:
-        """`records`, when given, are written too (see `JsonLinesResults.write`)."""
-        rows = guarded_step(results, "ResultRow", _Encode(result_row, counted), errors).main
-        if records is not None:
-            copied = records | "RecordRow" >> beam.Map(
-                lambda raw, where: result_row(result_of_raw(raw, where)), self.location)
-            rows = (rows, copied) | "AllRows" >> beam.Flatten()
-        rows | "WriteResults" >> WriteToSingleFile(self.location, ParquetRows(RESULT_SCHEMA))
+    _ENCODE_LABEL = "ResultRow"
+    _COPY_LABEL = "RecordRow"
 
+    def _encode(self, result: QueryResult) -> dict[str, Any]:
+        return result_row(result)
+
+    def _format(self) -> PartFormat:
+        return ParquetRows(RESULT_SCHEMA)
+
+
+@dataclass(frozen=True)
+class ResultParts:
+    """A result file's parts folder and format, for steps that write parts of it (the sink
+    merges them with its own): a raw result becomes a part's element with `element_of`."""
+
+    folder: str
+    format: PartFormat
+    location: str
+
+    def element_of(self, raw: RawResult, location: str | None = None) -> Any:
+        """A raw result as this file's part holds it: a JSON line copied as it is, or a row."""
+        if isinstance(self.format, TextLines):
+            return raw if isinstance(raw, bytes) else _json_line_of(raw, self.location)
+        return result_row(result_of_raw(raw, location or self.location))
+
+    def write(self, raws: Iterable[RawResult]) -> str:
+        """Writes `raws` into a part of their own; returns it."""
+        return write_part(self.folder, self.format, (self.element_of(r) for r in raws))
 
 
 @dataclass(frozen=True)

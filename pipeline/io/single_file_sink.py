@@ -10,7 +10,7 @@ bundle's part is never listed, and is deleted with the rest.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
@@ -61,8 +61,10 @@ class _TextPart:
     def __init__(self, handle: BinaryIO) -> None:
         self._handle = handle
 
-    def write(self, element: str) -> None:
-        self._handle.write(element.encode("utf-8") + b"\n")
+    def write(self, element: str | bytes) -> None:
+        if isinstance(element, str):
+            element = element.encode("utf-8")
+        self._handle.write(element + b"\n")
 
     def close(self) -> None:
         self._handle.close()
@@ -134,6 +136,22 @@ class _WritePartsDoFn(beam.DoFn):
             yield WindowedValue(self._path, MIN_TIMESTAMP, (GlobalWindow(),))
 
 
+def write_parts(parts_dir: str, part_format: PartFormat) -> beam.ParDo:
+    """The step that writes its elements into parts in `parts_dir`, one per bundle, and
+    outputs each part's path (see `WriteToSingleFile`'s `parts`)."""
+    return beam.ParDo(_WritePartsDoFn(parts_dir, part_format))
+
+
+def write_part(parts_dir: str, part_format: PartFormat, elements: Iterable[Any]) -> str:
+    """Writes `elements` into a part of their own (see `WriteToSingleFile`'s `parts`)."""
+    path = FileSystems.join(parts_dir, f"part-{uuid.uuid4().hex}")
+    writer = part_format.open_part(FileSystems.create(path))
+    for element in elements:
+        writer.write(element)
+    writer.close()
+    return path
+
+
 def _merge_parts(_impulse: bytes, parts: list[str], path: str, parts_dir: str,
                  part_format: PartFormat) -> str:
     """Merges the parts into a file in the parts folder, then renames it over `path`: the file
@@ -147,26 +165,38 @@ def _merge_parts(_impulse: bytes, parts: list[str], path: str, parts_dir: str,
     return path
 
 
+def parts_folder(path: str) -> str:
+    """The folder this process writes `path`'s parts into, after removing what killed runs
+    of this path left behind."""
+    if is_local(path):
+        remove_stale(Path(path).parent, Path(path).name + PARTS)
+    return f"{path}{PARTS}{owned_suffix()}"
+
+
 class WriteToSingleFile(beam.PTransform[beam.PCollection[Any], beam.PCollection[str]]):
     """Writes every element into the one file `path` (replaced whole, at the end, if there),
     streaming; an empty input gives an empty file. Returns the path, once written.
+    `parts`, when given, are part files that other steps wrote into `parts_dir` (see
+    `write_part`), merged with the rest.
 
     Usage::
 
         lines | WriteToSingleFile("out.jsonl", TextLines())
     """
 
-    def __init__(self, path: str, part_format: PartFormat) -> None:
+    def __init__(self, path: str, part_format: PartFormat, parts_dir: str | None = None,
+                 parts: beam.PCollection[str] | None = None) -> None:
         super().__init__()
         self._path = path
         self._format = part_format
-        self._parts_dir = f"{path}{PARTS}{owned_suffix()}"
-        if is_local(path):  # what killed runs of this path left behind
-            remove_stale(Path(path).parent, Path(path).name + PARTS)
+        self._parts_dir = parts_dir or parts_folder(path)
+        self._parts = parts
 
     def expand(self, elements: beam.PCollection[Any]) -> beam.PCollection[str]:
         parts = elements | "WriteParts" >> beam.ParDo(_WritePartsDoFn(self._parts_dir,
                                                                       self._format))
+        if self._parts is not None:
+            parts = (parts, self._parts) | "AllParts" >> beam.Flatten()
         # One merge, once every part is written: the parts as a side input of a single
         # element (three steps; a global combine into a list takes eleven to build and run).
         return (elements.pipeline
