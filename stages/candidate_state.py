@@ -118,4 +118,5 @@ def kept_state(embedded: EmbeddedQuery, reasons: Sequence[str], hits: QueryHits,
     if any(k is None for k in kept) or not _float32_exact(embedded.text_vector):
         return cut, None
     return cut, QueryState(hits.query_id, query_fingerprint(embedded.query),
-                           embedded.text_vector, tuple(kept))  # type: ignore[arg-type]
+                           embedded.text_vector, tuple(kept),  # type: ignore[arg-type]
+                           embedded.query)

@@ -62,6 +62,14 @@ def continue_batch(batch: Sequence[Continuation], port: KnowledgeSearchPort,
     """Each continued query's outcome (see the module): its hits cut to `retrieve_k` (main)
     and its new state (`STATE`), or its previous result (`UNCHANGED`) and its new state, or
     itself to recall (`RECALL`). One port call for the whole batch."""
+    return [outcome for outcomes in continue_each(batch, port, removed, entered, retrieve_k,
+                                                  max_sub_queries) for outcome in outcomes]
+
+
+def continue_each(batch: Sequence[Continuation], port: KnowledgeSearchPort,
+                  removed: frozenset[str], entered: Sequence[str], retrieve_k: int,
+                  max_sub_queries: int = DEFAULT_MAX_SUB_QUERIES) -> list[list[Outcome]]:
+    """`continue_batch`'s outcomes, query by query."""
     asked = asked_width(retrieve_k)
     requests: list[SearchRequest] = []
     among: list[list[str]] = []
@@ -76,15 +84,15 @@ def continue_batch(batch: Sequence[Continuation], port: KnowledgeSearchPort,
             among.append([i for i in kept.ids if i not in removed])
             above.append(kept.bound)
     outcomes = _search_among(port, requests, among, above, entered)
-    answered: list[Outcome] = []
+    answered: list[list[Outcome]] = []
     at = 0
     for item, lists in zip(batch, planned, strict=True):
         if lists is None:
-            answered += _recall(item, counters.FULL_QUERY_CHANGED)
+            answered.append(_recall(item, counters.FULL_QUERY_CHANGED))
             continue
         found = outcomes[at:at + len(lists)]
         at += len(lists)
-        answered += _answer(item, [k for k, _ in lists], found, removed, retrieve_k)
+        answered.append(_answer(item, [k for k, _ in lists], found, removed, retrieve_k))
     return answered
 
 

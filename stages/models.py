@@ -267,12 +267,14 @@ class RecalledList(NamedTuple):
 
 class QueryState(NamedTuple):
     """What a run keeps of one query for the next to continue from: the query's fingerprint,
-    its text's vector (so that it is never embedded again) and its recalled lists."""
+    its text's vector (so that it is never embedded again), its recalled lists, and the query
+    itself (what the next run searches with when it does not read the query's line again)."""
 
     query_id: str
     fingerprint: str
     text_vector: tuple[float, ...] | None
     lists: tuple[RecalledList, ...]
+    query: Query | None = None
 
 
 RawResult = bytes | dict[str, Any]

@@ -83,17 +83,6 @@ def runner_name(options: PipelineOptions) -> str:
     return str(options.view_as(StandardOptions).runner or "DirectRunner")
 
 
-LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner", "BundleBasedDirectRunner",
-                 "SwitchingDirectRunner")
-"""Runners that run a job in this process's machine and hold a join's inputs in memory."""
-
-
-def joins_in_memory(options: PipelineOptions) -> bool:
-    """Whether the job's runner holds the inputs of a join in memory (the local runners; Flink,
-    Spark and Dataflow spill them to disk)."""
-    return runner_name(options) in LOCAL_RUNNERS
-
-
 def _default_runs(options: PipelineOptions) -> bool:
     standard = options.view_as(StandardOptions)
     return standard.runner is None and not standard.streaming

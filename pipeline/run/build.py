@@ -14,9 +14,10 @@ from core.errors import RagEvidenceError
 from pipeline.config.backends import embedder_factory_for, port_factory_for
 from pipeline.config.settings import Settings
 from pipeline.io.json_lines import to_json_line
-from pipeline.io.result_sink import ResultFile, result_of_raw
+from pipeline.io.result_sink import ResultFile, ResultParts, result_of_raw
 from pipeline.io.run_io import RunIO
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
+from pipeline.run import shard_continuation as shard
 from pipeline.run.changed_only import KeepChanged
 from pipeline.run.continuation_plan import ContinuationPlan
 from pipeline.run.continued_queries import (
@@ -28,8 +29,10 @@ from pipeline.run.continued_queries import (
 )
 from pipeline.run.evidence_transform import ContinueFrom, EvidenceTransform
 from pipeline.run.query_parse import ParseQueries
+from pipeline.run.query_shards import ShardedQueryIds, repeated_of
 from pipeline.run.repeated_ids import RepeatedQueryIds
-from pipeline.run.state_files import ReadState, WriteState
+from pipeline.run.shard_continuation import ContinueShards
+from pipeline.run.state_shards import WriteStateShards
 from stages.models import QueryResult, RawResult
 from stages.support.internal_errors import InternalDeadLetters
 from stages.support.progress import LogProgress
@@ -55,23 +58,48 @@ def build_pipeline(
     """
     plan = plan or ContinuationPlan()
     errors = CollectingErrorHandler()
-    repeated_ids = (pipeline
-                    | "ReadQueriesForIds" >> io.queries.read_ids()
-                    | "RepeatedIds" >> RepeatedQueryIds())
-    parsed = (pipeline
-              | "ReadQueries" >> io.queries.read()
-              | "Parse" >> ParseQueries(repeated_ids).with_error_handler(errors))
-    queries, continues, split, previous = parsed.queries, None, None, None
-    if io.previous is not None and plan.continues is None:
+    shards, split, by_shard, previous = None, None, None, None
+    if plan.shards is None:
+        repeated_ids = (pipeline
+                        | "ReadQueriesForIds" >> io.queries.read_ids()
+                        | "RepeatedIds" >> RepeatedQueryIds())
+    else:
+        # the ids pass digests whole records: tomorrow tells unchanged queries by them
+        ids = (pipeline
+               | "ReadQueriesForIds" >> io.queries.read_digests()
+               | "ShardedIds" >> ShardedQueryIds(plan.shards))
+        shards = ids.shards
+        repeated_ids = shards | "RepeatedIds" >> beam.FlatMap(repeated_of)
+    parts = None if plan.keeps is None else plan.keeps.parts
+    snapshot_parts = None if io.snapshot is None else io.snapshot.parts()
+    if plan.continues is not None:
+        assert shards is not None
+        changes = plan.continues.changes
+        by_shard = shards | "ContinueShards" >> ContinueShards(
+            port_factory or port_factory_for(settings), plan.continues.folder.queries,
+            removed=changes.removed, entered=changes.entered,
+            retrieve_k=settings.rag.retrieve_k, max_sub_queries=settings.rag.max_sub_queries,
+            batch_size=settings.search.batch_size, kept_dir=parts, snapshot=snapshot_parts)
+        repeated_ids = by_shard[shard.REPEATED]
+        wanted = ((by_shard[shard.PARSE], ids.no_id)
+                  | "LinesToParse" >> beam.Flatten()
+                  | "AsKeys" >> beam.Map(lambda line: (line, None)))
+        records = pipeline | "ReadQueries" >> io.queries.read(wanted)
+    else:
+        records = pipeline | "ReadQueries" >> io.queries.read()
+    parsed = records | "Parse" >> ParseQueries(repeated_ids).with_error_handler(errors)
+    queries, continues = parsed.queries, None
+    compare_with = _compared_in_state(plan, io)
+    if io.previous is not None and plan.continues is None and compare_with is None:
         previous = pipeline | "ReadPrevious" >> io.previous.read_transform()
         queries = queries | "AnsweredInFull" >> beam.Map(counted_in_full, plan.full_counter)
-    elif io.previous is not None and plan.continues is not None:
-        raw_previous = pipeline | "ReadPrevious" >> io.previous.read_raw_transform()
-        states = pipeline | "ReadState" >> ReadState(plan.continues.folder)
-        split = queries | "SplitContinued" >> SplitContinued(states, raw_previous)
+    elif by_shard is not None and plan.continues is not None:
+        split = queries | "SplitContinued" >> SplitContinued(
+            by_shard[shard.JOIN], gone=compare_with is None)
         queries = split[FULL]
         changes = plan.continues.changes
-        continues = ContinueFrom(split.continued, changes.removed, changes.entered)
+        continues = ContinueFrom(split.continued, changes.removed, changes.entered,
+                                 by_shard.hits, by_shard[shard.RECALL])
     evidence = queries | "Evidence" >> EvidenceTransform(
         settings,
         port_factory=port_factory or port_factory_for(settings),
@@ -80,26 +108,40 @@ def build_pipeline(
         keeps_state=plan.keeps is not None,
         continues=continues,
     ).with_error_handler(errors)
-    if plan.keeps is not None and evidence.state is not None:
-        evidence.state | "KeepState" >> WriteState(plan.keeps)
     total = io.queries.count() if io.queries.counts_cheaply or sys.stderr.isatty() else None
     results = evidence.results | "Progress" >> LogProgress("queries answered", total)
+    kept = None
+    if plan.keeps is not None and shards is not None:
+        assert plan.shards is not None and parts is not None
+        kept = shards | "KeepState" >> WriteStateShards(
+            plan.keeps.queries, parts, plan.shards, evidence.states, results,
+            evidence.unchanged, None if by_shard is None else by_shard[shard.KEPT],
+            None if by_shard is None else by_shard[shard.STATES], compare_with)
     if io.snapshot is not None:
-        results | "Snapshot" >> _WriteCopy(io.snapshot, errors, evidence.unchanged)
+        results | "Snapshot" >> _WriteCopy(io.snapshot, errors, evidence.unchanged,
+                                           snapshot_parts,
+                                           None if by_shard is None else by_shard[shard.WRITTEN])
     if io.previous is not None:
-        if split is not None and evidence.previous is not None:
+        if kept is not None and kept.changed is not None and kept.gone is not None:
+            # compared shard by shard with PREV's state, where the results were kept
+            results = kept.changed
+            gone_since = [] if by_shard is None else [by_shard[shard.GONE]]
+            gone = (kept.gone, *gone_since) | "AllGone" >> beam.Flatten()
+        elif split is not None and evidence.previous is not None and by_shard is not None:
             # the continued queries' results that stood were counted and need no comparing
             location = io.previous.location
-            compared_with = ((split[COMPARE], evidence.previous)
+            compared_with = ((split[COMPARE], evidence.previous, by_shard[shard.PREVIOUS])
                              | "ComparedWith" >> beam.Flatten()
                              | "ParsePrevious" >> beam.Map(result_of_raw, location))
             changed = results | "KeepChanged" >> KeepChanged(compared_with)
-            gone = (changed.gone, split[GONE]) | "AllGone" >> beam.Flatten()
+            gone = ((changed.gone, split[GONE], by_shard[shard.GONE])
+                    | "AllGone" >> beam.Flatten())
+            results = changed.results
         else:
             assert previous is not None
             changed = results | "KeepChanged" >> KeepChanged(previous)
             gone = changed.gone
-        results = changed.results
+            results = changed.results
         (gone
          | "GoneJson" >> beam.Map(lambda query_id: json.dumps({"query_id": query_id}))
          | "WriteGone" >> WriteToSingleFile(io.gone, TextLines()))
@@ -115,14 +157,30 @@ def build_pipeline(
      | "WriteDeadLetters" >> WriteToSingleFile(io.dead_letters, TextLines()))
 
 
+def _compared_in_state(plan: ContinuationPlan, io: RunIO) -> str | None:
+    """Where a run compares its results with PREV's as it keeps its state (see
+    `WriteStateShards`): PREV's state file when it continues from it, "" when PREV is empty
+    (a first night: every result is new); None when it compares them by a join."""
+    if plan.keeps is None or io.previous is None:
+        return None
+    if plan.continues is not None:
+        return plan.continues.folder.queries
+    return "" if plan.first_night else None
+
+
 class _WriteCopy(beam.PTransform[beam.PCollection[QueryResult], None]):
     """Every result into `sink` as well, uncounted (`--snapshot`), with the previous results
-    that stood (`records`, raw), if any."""
+    that stood (`records`, raw), if any, and the parts other steps wrote (`written`, with
+    `parts`)."""
 
     def __init__(self, sink: ResultFile, errors: ErrorHandler,
-                 records: beam.PCollection[RawResult] | None = None) -> None:
+                 records: beam.PCollection[RawResult] | None = None,
+                 parts: ResultParts | None = None,
+                 written: beam.PCollection[str] | None = None) -> None:
         super().__init__()
         self._sink, self._errors, self._records = sink, errors, records
+        self._parts, self._written = parts, written
 
     def expand(self, results: beam.PCollection[QueryResult]) -> None:
-        self._sink.write(results, self._errors, counted=False, records=self._records)
+        self._sink.write(results, self._errors, counted=False, records=self._records,
+                         parts=self._parts, written=self._written)

@@ -67,6 +67,27 @@ def compared(joined: tuple[str, Mapping[str, Iterable[QueryResult]]]
         yield new[0]
 
 
+def changed_results(new: Mapping[str, bytes], previous: Mapping[str, bytes]
+                    ) -> Iterator[QueryResult]:
+    """New result lines (by query id) against previous ones -> the new results whose
+    evidence changed or is new, counted as `compared` counts them; the same bytes are the
+    same evidence without parsing either."""
+    for query_id, line in new.items():
+        old = previous.get(query_id)
+        if old == line:
+            counters.count(counters.EVIDENCE_UNCHANGED)
+            continue
+        result = QueryResult.model_validate_json(line)
+        if old is None:
+            counters.count(counters.EVIDENCE_NEW)
+            yield result
+        elif same_evidence(result, QueryResult.model_validate_json(old)):
+            counters.count(counters.EVIDENCE_UNCHANGED)
+        else:
+            counters.count(counters.EVIDENCE_CHANGED)
+            yield result
+
+
 class ChangedOutputs(NamedTuple):
     results: beam.PCollection[QueryResult]
     gone: beam.PCollection[str]

@@ -4,6 +4,7 @@ exactly is answered in full, and the plan says why."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,10 +13,10 @@ from typing import Any
 from connectors.embedded.changes import StoreChanges, changes_between, kept_chunk_table
 from connectors.embedded.chunk_table import ChunkTable
 from pipeline.config.backends import backend_of
-from pipeline.config.heap import physical_memory
 from pipeline.config.settings import Settings
 from pipeline.io.run_io import RunIO
 from pipeline.run.manifest import package_version
+from pipeline.run.query_shards import shard_count
 from pipeline.run.state_files import StateFolder, settings_fingerprint
 from stages.support import counters
 
@@ -23,12 +24,6 @@ _log = logging.getLogger(__name__)
 MAX_CHANGED_SHARE = 0.05
 """A store that changed by more than this share since PREV is searched in full: every
 continued query searches the changed chunks, which then cost as much as the whole store."""
-JOIN_BYTES_PER_QUERY = 32 * 1024
-"""What a continued run holds per standing query on a local runner, whose join materializes
-its inputs (3.7 GiB at 100k vector queries against 1.4 GiB in full: decisions/incremental-
-evidence.md), rounded up."""
-MAX_MEMORY_SHARE = 0.5
-"""The share of the machine's memory a continued run's join may take on a local runner."""
 
 
 @dataclass(frozen=True)
@@ -50,11 +45,14 @@ class ContinuationPlan:
     first_night: bool = False
     chunks: ChunkTable | None = None
     """The chunk table of the store version the run reads, when it keeps state."""
+    shards: int | None = None
+    """How many shards the state this run reads or keeps is in (see `query_shards`)."""
 
     def start(self, settings: Settings, version: Path | None) -> None:
         """Starts the state this run keeps, if any (see `StateFolder.start`)."""
-        if self.keeps is not None and self.chunks is not None and version is not None:
-            self.keeps.start(settings, version, self.chunks)
+        if (self.keeps is not None and self.chunks is not None and version is not None
+                and self.shards is not None):
+            self.keeps.start(settings, version, self.chunks, self.shards)
 
     @property
     def full_counter(self) -> str:
@@ -73,14 +71,25 @@ class ContinuationPlan:
 
 
 def plan_continuation(settings: Settings, io: RunIO, version: Path | None,
-                      previous_manifest: dict[str, Any] | None,
-                      joins_in_memory: bool = False) -> ContinuationPlan:
+                      previous_manifest: dict[str, Any] | None) -> ContinuationPlan:
     """The plan of a run: it keeps state with `--snapshot`, on the embedded store with flat
     dense recall (`version` is the store version it reads); it continues from PREV's state
     when `previous_manifest` (PREV's run's) names one that matches, of the same settings and
     the same rag-evidence version, and the store changed by at most `MAX_CHANGED_SHARE`
-    since; on a runner that `joins_in_memory`, only while the join of PREV's queries fits in
-    `MAX_MEMORY_SHARE` of the machine's memory."""
+    since. A state keeps the shards of the state it continues from, else one shard per
+    `QUERIES_PER_SHARD` of the run's queries."""
+    plan = _planned(settings, io, version, previous_manifest)
+    if plan.continues is not None:
+        shards = plan.continues.folder.shards()
+    elif plan.keeps is not None:
+        shards = shard_count(io.queries.count())
+    else:
+        return plan
+    return dataclasses.replace(plan, shards=shards)
+
+
+def _planned(settings: Settings, io: RunIO, version: Path | None,
+             previous_manifest: dict[str, Any] | None) -> ContinuationPlan:
     backend = backend_of(settings)
     why_not = _why_not_kept(settings, version)
     keeps = None if why_not or io.snapshot is None else StateFolder.of_snapshot(
@@ -101,12 +110,11 @@ def plan_continuation(settings: Settings, io: RunIO, version: Path | None,
         return _refused(keeps, f"PREV was computed by rag-evidence "
                                f"{previous_manifest.get('rag_evidence')}, this is "
                                f"{package_version()}", current)
-    too_large = _join_too_large(previous_manifest) if joins_in_memory else None
-    if too_large:
-        return _refused(keeps, too_large, current)
     mismatch = folder.matches(previous_manifest.get("state"))
     if mismatch:
         return _refused(keeps, mismatch, current)
+    if folder.shards() is None:
+        return _refused(keeps, "PREV's state is of an earlier format", current)
     if folder.settings_sha256() != settings_fingerprint(settings):
         return _refused(keeps, "the settings differ from PREV's run (rag, projection, "
                                "embedder or index)", current)
@@ -119,19 +127,6 @@ def plan_continuation(settings: Settings, io: RunIO, version: Path | None,
                                f"than {MAX_CHANGED_SHARE:.0%} of its {len(current)}", current)
     _log.info("continuing from %s: %d chunks changed since", folder.path, changes.chunks)
     return ContinuationPlan(keeps, Continued(folder, changes), chunks=current)
-
-
-def _join_too_large(previous_manifest: dict[str, Any]) -> str | None:
-    counts = previous_manifest.get("counts")
-    queries = counts.get("queries") if isinstance(counts, dict) else None
-    if not isinstance(queries, int):
-        return None
-    needed, machine = queries * JOIN_BYTES_PER_QUERY, physical_memory()
-    if needed <= MAX_MEMORY_SHARE * machine:
-        return None
-    return (f"continuing PREV's {queries} queries would hold about {needed / 2**30:.1f} GiB in "
-            f"the local runner's join, more than {MAX_MEMORY_SHARE:.0%} of this machine's "
-            f"{machine / 2**30:.0f} GiB; run it on Flink or Spark, which spill joins to disk")
 
 
 def _why_not_kept(settings: Settings, version: Path | None) -> str | None:

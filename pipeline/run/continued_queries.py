@@ -1,6 +1,7 @@
-"""Which queries a run continues from PREV's state: those whose state and previous result
-stand and whose fingerprint is unchanged. Joined by query id, the Beam way (PREV's state and
-results are never held in memory)."""
+"""Which of the queries a continued run parsed (those whose record changed since PREV, or that
+PREV has no state for: see `shard_continuation`) it continues from PREV's state: those whose
+fingerprint is unchanged. Joined by query id, the Beam way: as few as the queries that
+changed."""
 
 from __future__ import annotations
 
@@ -23,19 +24,22 @@ GONE = "gone"
 """The tag of PREV's query ids that this run has no query for (`str`)."""
 
 
-def triaged(joined: tuple[str, Mapping[str, Iterable[Any]]]
+def triaged(joined: tuple[str, Mapping[str, Iterable[Any]]], gone: bool = True
             ) -> Iterator[Continuation | pvalue.TaggedOutput]:
-    """One id's query, state and previous result -> the query continued, or to `FULL`,
-    counted by why: new (no state or no previous result), or changed since; the previous
-    result of a query answered in full to `COMPARE`; an id only PREV has to `GONE`."""
+    """One id's query and PREV's (state or None, previous result) -> the query continued, or
+    to `FULL`, counted by why: new (no state or no previous result), or changed since; the
+    previous result of a query answered in full to `COMPARE`; an id whose query tonight is
+    no query (a dead letter) to `GONE`, unless not `gone` (another step tells them)."""
     query_id, sides = joined
     queries = list(sides["query"])
-    states, previous = list(sides["state"]), list(sides["previous"])
-    if not queries and previous:
+    kept = list(sides["previous"])
+    states = [state for state, _ in kept]
+    previous = [result for _, result in kept]
+    if not queries and previous and gone:
         counters.count(counters.PREVIOUS_GONE)
         yield pvalue.TaggedOutput(GONE, query_id)
     for query in queries:
-        state = states[0] if len(states) == 1 and len(previous) == 1 else None
+        state = states[0] if len(states) == 1 else None
         if state is None:
             counters.count(counters.FULL_NEW_QUERY)
         elif state.fingerprint != query_fingerprint(query) or (
@@ -49,29 +53,30 @@ def triaged(joined: tuple[str, Mapping[str, Iterable[Any]]]
 
 
 class SplitContinued(beam.PTransform[beam.PCollection[Query], pvalue.DoOutputsTuple]):
-    """Query -> Continuation (main `continued`) and Query (tag `full`), given PREV's `states`
-    and `previous` results (raw, keyed by query id); also the previous results of the queries
-    answered in full (tag `compare`) and PREV's ids with no query (tag `gone`).
+    """Query -> Continuation (main `continued`) and Query (tag `full`), given PREV's
+    `previous` (id, (state or None, result raw)) of these queries' ids; also the previous
+    results of the queries answered in full (tag `compare`) and the ids whose query is a dead
+    letter (tag `gone`).
 
     Usage::
 
-        split = queries | SplitContinued(states, previous_results)
+        split = queries | SplitContinued(previous)
         split.continued, split.full, split.compare, split.gone
     """
 
-    def __init__(self, states: beam.PCollection[QueryState],
-                 previous: beam.PCollection[tuple[str, RawResult]]) -> None:
+    def __init__(self, previous: beam.PCollection[tuple[str, tuple[QueryState | None,
+                                                                    RawResult]]],
+                 gone: bool = True) -> None:
         super().__init__()
-        self._states, self._previous = states, previous
+        self._previous, self._gone = previous, gone
 
     def expand(self, queries: beam.PCollection[Query]) -> pvalue.DoOutputsTuple:
         keyed: dict[str, Any] = {
             "query": queries | "KeyQueries" >> beam.Map(lambda q: (q.id, q)),
-            "state": self._states | "KeyStates" >> beam.Map(lambda s: (s.query_id, s)),
             "previous": self._previous}
         return (keyed
                 | "JoinByQueryId" >> beam.CoGroupByKey()
-                | "Triage" >> beam.FlatMap(triaged).with_outputs(FULL, COMPARE, GONE,
+                | "Triage" >> beam.FlatMap(triaged, self._gone).with_outputs(FULL, COMPARE, GONE,
                                                                  main="continued"))
 
 

@@ -19,6 +19,7 @@ from stages.models import (
     DeadLetter,
     EmbeddedQuery,
     Query,
+    QueryHits,
     QueryResult,
     QueryState,
     RawResult,
@@ -36,8 +37,9 @@ from stages.transforms.recall import STATE, Recall
 class EvidenceOutputs(NamedTuple):
     results: beam.PCollection[QueryResult]
     dead_letters: beam.PCollection[DeadLetter]
-    state: beam.PCollection[QueryState] | None = None
-    """With `keeps_state`: what each query keeps for the next run."""
+    states: tuple[beam.PCollection[QueryState], ...] = ()
+    """With `keeps_state`: what each query keeps for the next run (apart by the step that
+    gives it: a merge of them would hold them all on the local runner)."""
     unchanged: beam.PCollection[RawResult] | None = None
     """With `continues`: the previous results that stand (not in `results`), raw."""
     previous: beam.PCollection[RawResult] | None = None
@@ -45,11 +47,14 @@ class EvidenceOutputs(NamedTuple):
 
 
 class ContinueFrom(NamedTuple):
-    """The queries continued from PREV's state, and the store's changes since (ids)."""
+    """The queries continued from PREV's state, and the store's changes since (ids); `hits`
+    of queries continued elsewhere that moved, and their queries to `recall` in full."""
 
     continued: beam.PCollection[Continuation]
     removed: frozenset[str]
     entered: tuple[str, ...]
+    hits: beam.PCollection[QueryHits] | None = None
+    recall: beam.PCollection[EmbeddedQuery] | None = None
 
 
 class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], EvidenceOutputs]):
@@ -106,7 +111,9 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
                 entered=self._continues.entered, retrieve_k=rag.retrieve_k,
                 batch_size=self._settings.search.batch_size,
                 max_sub_queries=rag.max_sub_queries).with_error_handler(handler)
-            to_recall = (to_recall, continued[RECALL]) | "AlsoRecall" >> beam.Flatten()
+            recall = [continued[RECALL], *([self._continues.recall]
+                                            if self._continues.recall is not None else [])]
+            to_recall = (to_recall, *recall) | "AlsoRecall" >> beam.Flatten()
             dead_letters.append(continued.dead_letter)
         recalled = to_recall | "Recall" >> Recall(
             self._port_factory, retrieve_k=rag.retrieve_k,
@@ -114,8 +121,10 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
             max_sub_queries=rag.max_sub_queries,
             keeps_state=self._keeps_state).with_error_handler(handler)
         hits = recalled.hits
-        if continued is not None:
-            hits = (hits, continued.hits) | "AllHits" >> beam.Flatten()
+        if continued is not None and self._continues is not None:
+            more = [continued.hits, *([self._continues.hits]
+                                      if self._continues.hits is not None else [])]
+            hits = (hits, *more) | "AllHits" >> beam.Flatten()
         candidates = hits | "IdentityNormalize" >> IdentityNormalize().with_error_handler(
             handler)
         for step in candidate_chain(rag):
@@ -126,11 +135,10 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
         results = fetched.candidates | "Project" >> Project(
             self._settings.projection).with_error_handler(handler)
         dead_letters += [recalled.dead_letter, fetched.dead_letter]
-        state = None
+        states: tuple[beam.PCollection[QueryState], ...] = ()
         if self._keeps_state:
-            states = [recalled[STATE], *([continued[STATE]] if continued is not None else [])]
-            state = tuple(states) | "AllStates" >> beam.Flatten()
+            states = (recalled[STATE], *([continued[STATE]] if continued is not None else []))
         return EvidenceOutputs(
-            results, tuple(dead_letters) | "EvidenceDeadLetters" >> beam.Flatten(), state,
+            results, tuple(dead_letters) | "EvidenceDeadLetters" >> beam.Flatten(), states,
             None if continued is None else continued[UNCHANGED],
             None if continued is None else continued[PREVIOUS])

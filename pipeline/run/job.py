@@ -21,7 +21,6 @@ from pipeline.config.backends import (
 )
 from pipeline.config.beam_options import (
     job_pipeline,
-    joins_in_memory,
     pipeline_options,
     runner_name,
 )
@@ -89,7 +88,7 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
         remove_manifests(io.manifests)
         started, began = time.monotonic(), _now()
         runner = runner_name(options)  # before the run: a portable runner clears it
-        plan = plan_continuation(settings, io, version, previous, joins_in_memory(options))
+        plan = plan_continuation(settings, io, version, previous)
         plan.start(settings, version)
         pipeline = job_pipeline(options)
         build_pipeline(pipeline, settings, io, port_factory=port_factory,

@@ -10,48 +10,14 @@ from __future__ import annotations
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
 
 import apache_beam as beam
-import orjson
 
-from core.input_limits import check_text, loads
-from pipeline.io.line_blocks import decode_line
-from pipeline.io.records import InputRecord, OverlongLine, UnreadableRest
+from pipeline.io.query_ids import query_id_of
+from pipeline.io.records import InputRecord
 from stages.models import DeadLetter, Query
 
 IdLine = tuple[str, int]
-
-
-def query_id_of(record: InputRecord) -> Iterator[tuple[str, int]]:
-    """(id, line number) of a record that holds a string `id` within the input limits (the
-    parser's own: `loads` and `check_text`); nothing for any other, which the parse pass
-    dead-letters by itself."""
-    number, raw = record
-    if isinstance(raw, OverlongLine | UnreadableRest):
-        return
-    if isinstance(raw, dict):
-        data: Any = raw
-    else:
-        try:
-            data = _id_holder(raw)
-        except ValueError:
-            return
-    if isinstance(data, dict) and isinstance(data.get("id"), str):
-        try:
-            yield check_text(data["id"]), number
-        except ValueError:
-            return
-
-
-def _id_holder(raw: bytes | str) -> Any:
-    """The line's JSON value: orjson's where it reads the line at all (a whole number too long
-    for 64 bits, which it reads otherwise than the parser does, never changes an id), else the
-    parser's own `loads`."""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return loads(decode_line(raw))
 
 
 ID_BUCKETS = 1024

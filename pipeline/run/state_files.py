@@ -1,9 +1,10 @@
 """A run's state, beside its snapshot: `SNAPSHOT.state/` holds what the next run needs to
 continue from it (see `stages.continuation`).
 
-    queries.parquet  per query: id, fingerprint, the text's vector, the kept lists
+    queries.arrow    per query, by shard: its record's digest, fingerprint, what it searches
+                     with, the kept lists and its result line (see `state_shards`)
     chunks.arrow     the chunk table (id, identity, fingerprint) of the store version it read
-    state.json       the settings fingerprint and the store version
+    state.json       the format, the settings fingerprint, the store version and the shards
 
 The run's manifest, written last, names these files with their SHA-256: a state is used only
 when PREV's manifest names it and every file matches.
@@ -18,35 +19,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import apache_beam as beam
-import pyarrow as pa
-
 from connectors.embedded.changes import STATE_CHUNKS_FILE as CHUNKS_FILE
 from connectors.embedded.changes import keep_chunk_table
 from connectors.embedded.chunk_table import ChunkTable
+from connectors.ownership import owned_suffix
 from core.errors import RagEvidenceError
 from core.file_digest import file_sha256
 from pipeline.config.backends import embedder_info
 from pipeline.config.settings import Settings
 from pipeline.io.json_file import write_json_file
 from pipeline.io.owned_folders import check_owned_folder, claim_folder
-from pipeline.io.parquet import ReadParquetQueries
-from pipeline.io.records import UnreadableRest
-from pipeline.io.single_file_sink import ParquetRows, WriteToSingleFile
-from stages.models import QueryState, RecalledList
 
 STATE_SUFFIX = ".state"
-QUERIES_FILE = "queries.parquet"
+QUERIES_FILE = "queries.arrow"
+LEGACY_FILES = ("queries.parquet",)
+"""What an earlier format's state held: removed with the rest when a run replaces it."""
 
 SETTINGS_FILE = "state.json"
-_STATE_FILES = (QUERIES_FILE, CHUNKS_FILE)
-FORMAT = 1
-STATE_SCHEMA = pa.schema([
-    ("query_id", pa.string()), ("fingerprint", pa.string()),
-    ("text_vector", pa.list_(pa.float32())),
-    ("lists", pa.list_(pa.struct([("reason", pa.string()), ("ids", pa.list_(pa.string())),
-                                  ("scores", pa.list_(pa.float64())),
-                                  ("bound", pa.float64())])))])
+_STATE_FILES = (QUERIES_FILE, CHUNKS_FILE, *LEGACY_FILES)
+FORMAT = 2
 
 
 def settings_fingerprint(settings: Settings) -> str:
@@ -98,15 +89,22 @@ class StateFolder:
         check_owned_folder(f"the state folder of --snapshot ({STATE_SUFFIX})", str(self.path),
                            SETTINGS_FILE, _STATE_FILES)
 
-    def start(self, settings: Settings, version: Path, chunks: ChunkTable) -> None:
+    @property
+    def parts(self) -> str:
+        """Where this process writes the parts of `queries` before it merges them (a leftover
+        of a killed run is removed with the rest: see `owned_folders`)."""
+        return str(self.path / f"{QUERIES_FILE}.parts-{owned_suffix()}")
+
+    def start(self, settings: Settings, version: Path, chunks: ChunkTable, shards: int
+              ) -> None:
         """Empties the folder of an earlier run's state (its files, nothing else: see `check`)
         and writes what the driver knows: the settings fingerprint (the folder's marker, first),
-        the store version and its chunk table (`chunks`). The queries are written by the
-        run."""
+        the store version, the number of shards and its chunk table (`chunks`). The queries are
+        written by the run."""
         claim_folder(self.path, SETTINGS_FILE, _STATE_FILES)
         write_json_file(str(self.path / SETTINGS_FILE),
                         {"format": FORMAT, "settings_sha256": settings_fingerprint(settings),
-                         "store_version": version.name}, sort_keys=True)
+                         "store_version": version.name, "shards": shards}, sort_keys=True)
         keep_chunk_table(chunks, self.path)
 
     def described(self) -> dict[str, Any]:
@@ -129,55 +127,20 @@ class StateFolder:
         return None
 
     def settings_sha256(self) -> str | None:
+        found = self._settings().get("settings_sha256")
+        return found if isinstance(found, str) else None
+
+    def shards(self) -> int | None:
+        """How many shards the state's queries are in; None for an earlier format's state."""
+        document = self._settings()
+        found = document.get("shards")
+        if document.get("format") != FORMAT or not isinstance(found, int) or found < 1:
+            return None
+        return found
+
+    def _settings(self) -> dict[str, Any]:
         try:
             document = json.loads((self.path / SETTINGS_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return None
-        found = document.get("settings_sha256") if isinstance(document, dict) else None
-        return found if isinstance(found, str) else None
-
-
-def state_row(state: QueryState) -> dict[str, Any]:
-    return {"query_id": state.query_id, "fingerprint": state.fingerprint,
-            "text_vector": None if state.text_vector is None else list(state.text_vector),
-            "lists": [{"reason": k.reason, "ids": list(k.ids), "scores": list(k.scores),
-                       "bound": k.bound} for k in state.lists]}
-
-
-def state_of_row(record: tuple[int, dict[str, Any] | UnreadableRest]) -> QueryState:
-    """A state row as read back. A state file that does not read fails the job: it is what
-    this run's manifest was checked against, so something changed it during the run."""
-    _, row = record
-    if isinstance(row, UnreadableRest):
-        raise ValueError(f"the state of --previous cannot be read: {row}")
-    vector = row.get("text_vector")
-    return QueryState(row["query_id"], row["fingerprint"],
-                      None if vector is None else tuple(vector),
-                      tuple(RecalledList(k["reason"], tuple(k["ids"]), tuple(k["scores"]),
-                                         k["bound"]) for k in row.get("lists") or ()))
-
-
-class ReadState(beam.PTransform[beam.pvalue.PBegin, beam.PCollection[QueryState]]):
-    """A state folder's queries, read on the runner's workers."""
-
-    def __init__(self, folder: StateFolder) -> None:
-        super().__init__()
-        self._folder = folder
-
-    def expand(self, begin: beam.pvalue.PBegin) -> beam.PCollection[QueryState]:
-        return (begin
-                | "Rows" >> ReadParquetQueries(self._folder.queries)
-                | "States" >> beam.Map(state_of_row).with_output_types(QueryState))
-
-
-class WriteState(beam.PTransform[beam.PCollection[QueryState], None]):
-    """Every query's state into the folder's `queries.parquet`."""
-
-    def __init__(self, folder: StateFolder) -> None:
-        super().__init__()
-        self._folder = folder
-
-    def expand(self, states: beam.PCollection[QueryState]) -> None:
-        (states
-         | "Rows" >> beam.Map(state_row)
-         | "Write" >> WriteToSingleFile(self._folder.queries, ParquetRows(STATE_SCHEMA)))
+            return {}
+        return document if isinstance(document, dict) else {}

@@ -1,0 +1,301 @@
+"""A continued run's first step, one shard at a time: tonight's query ids of the shard (see
+`query_shards`) against PREV's state rows of the shard (see `state_shards`).
+
+- A query whose input record has the digest its row holds is the same query: it is not parsed.
+  Whether the store's changes touch it is one matrix product for the whole shard: every kept
+  list's vector against the entered chunks, scored roughly as `search_among` scores them
+  before it scores exactly (`touched`). A query none of whose lists lost a kept chunk, or may
+  gain an entered one above its bound, stands as it is: its result line and state row are
+  copied as bytes, into files of the shard's own.
+- The others are continued here, a batch at a time (`stages.continuation`): those whose top
+  did not move stand too, with their new state; the hits of those that moved go on to the
+  chain, and those that ran out to a full recall, with their previous results to compare.
+- A query whose record changed, whose id repeats, or that PREV has no state for is read and
+  parsed as usual (its line number to `PARSE`) and joined with its row by id (`JOIN`), as few
+  as they are.
+- An id PREV has and tonight does not is gone.
+
+Only the queries that moved leave the step as elements: on the local runner, every element
+that crosses a join or a merge of steps is held in memory until the next step runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from apache_beam import pvalue
+
+from connectors.embedded.vector_search import SCORE_TOLERANCE
+from connectors.search_port import ContinuablePort, KnowledgeSearchPort, PortFactory, can
+from core.errors import KnowledgeSearchError
+from core.vectors import unit_rows
+from pipeline.io.result_sink import ResultParts
+from pipeline.run.query_shards import ShardIds
+from pipeline.run.state_shards import (
+    STATE_SCHEMA,
+    StateFile,
+    state_row,
+    states_of,
+    write_kept,
+    write_states,
+)
+from stages.continuation import PREVIOUS, RECALL, UNCHANGED, continue_each
+from stages.models import Continuation, EmbeddedQuery, QueryState, RawResult
+from stages.support import counters
+from stages.support.owning_dofn import OwningDoFn
+from stages.transforms.recall import STATE
+
+PARSE = "parse"
+"""The tag of the line numbers of the queries to read and parse (`int`)."""
+JOIN = "join"
+"""The tag of (id, (state or None, previous result)) of the parsed queries PREV has."""
+WRITTEN = "written"
+"""The tag of the snapshot's parts written here (`str`): the results that stand."""
+KEPT = "kept"
+"""The tag of (shard, file) of the complete state rows written here (the queries that
+stand)."""
+STATES = "states"
+"""The tag of the state parts written here (see `state_shards.PartIndex`): the new states of
+the queries that moved, whose results join them later."""
+REPEATED = "repeated"
+"""The tag of (id, first line) of the ids that more than one line holds."""
+GONE = "gone"
+"""The tag of PREV's ids that tonight has no query for."""
+TAGS = (PARSE, JOIN, WRITTEN, KEPT, STATES, REPEATED, GONE, RECALL, PREVIOUS)
+
+
+def touched(lists: pa.ListArray, entered: np.ndarray, removed: pa.Array, retrieve_k: int
+            ) -> np.ndarray:
+    """For each query (a list of kept lists), whether the store's changes may move its top:
+    a kept chunk was removed or rewritten, an entered chunk may score above a list's bound
+    (roughly, with `search_among`'s own margin), a list holds fewer than `retrieve_k`
+    chunks above a bound (it would run out), or two of its kept chunks score the same (their
+    order is the store's order of rows, which a new version may change)."""
+    queries = len(lists)
+    flat = lists.flatten()
+    if not len(flat):
+        return np.ones(queries, dtype=bool)
+    per_query = np.diff(np.asarray(lists.offsets))
+    ids = flat.field("ids")
+    sizes = np.diff(np.asarray(ids.offsets))
+    bounds = np.asarray(flat.field("bound").to_numpy(zero_copy_only=False), dtype=np.float64)
+    hit = np.zeros(len(flat), dtype=bool)
+    if len(removed):
+        lost = np.asarray(pc.is_in(ids.flatten(), value_set=removed).to_numpy(
+            zero_copy_only=False), dtype=np.int64)
+        owner = np.repeat(np.arange(len(flat)), sizes)
+        hit |= np.bincount(owner, weights=lost, minlength=len(flat)) > 0
+    hit |= (sizes < retrieve_k) & np.isfinite(bounds)
+    hit |= _has_ties(flat.field("scores"))
+    if len(entered):
+        hit |= _may_gain(flat.field("vector"), bounds, entered)
+    owner = np.repeat(np.arange(queries), per_query)
+    return (np.bincount(owner, weights=hit.astype(np.int64), minlength=queries) > 0) | (
+        per_query == 0)
+
+
+def _has_ties(scores: pa.ListArray) -> np.ndarray:
+    offsets = np.asarray(scores.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+    values = scores.flatten().to_numpy(zero_copy_only=False)
+    offsets = offsets - offsets[0]
+    same = np.flatnonzero(values[1:] == values[:-1]) + 1  # ties with the score before
+    tied = np.zeros(len(offsets) - 1, dtype=bool)
+    if len(same):
+        owner = np.searchsorted(offsets, same, side="right") - 1
+        first = np.isin(same, offsets)  # a list's first score has no score before in it
+        tied[owner[~first]] = True
+    return tied
+
+
+def _may_gain(vectors: pa.ListArray, bounds: np.ndarray, entered: np.ndarray) -> np.ndarray:
+    lengths = np.diff(np.asarray(vectors.offsets))
+    if vectors.null_count or not len(lengths) or np.any(lengths != entered.shape[1]):
+        return np.ones(len(bounds), dtype=bool)  # continued one by one, which says why
+    values = vectors.flatten().to_numpy(zero_copy_only=False).reshape(len(lengths), -1)
+    unit, usable = unit_rows(values)
+    rough = (unit @ entered.T).max(axis=1)
+    floor = 2.0 * bounds - 1.0 - SCORE_TOLERANCE
+    return (rough > floor) | ~usable
+
+
+class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
+    """(shard, ShardIds) -> QueryHits of the queries that moved (main), and the outputs of
+    the module's tags."""
+
+    def __init__(self, port_factory: PortFactory, state_path: str, removed: frozenset[str],
+                 entered: tuple[str, ...], retrieve_k: int, max_sub_queries: int,
+                 batch_size: int, kept_dir: str | None, snapshot: ResultParts | None) -> None:
+        super().__init__(port_factory)
+        self._state_path, self._removed, self._entered = state_path, removed, entered
+        self._retrieve_k, self._max_sub_queries = retrieve_k, max_sub_queries
+        self._batch_size, self._kept_dir, self._snapshot = batch_size, kept_dir, snapshot
+        self._state: StateFile | None = None
+        self._entered_vectors: np.ndarray | None = None
+
+    def setup(self) -> None:
+        # a shard that still cannot open it continues its queries one by one, which
+        # recalls them in full
+        with contextlib.suppress(KnowledgeSearchError):
+            self.owned()
+
+    def process(self, element: tuple[int, ShardIds]) -> Iterator[Any]:
+        shard, tonight = element
+        if self._state is None:
+            self._state = StateFile(self._state_path)
+        previous = pa.Table.from_batches([self._state.shard(shard)])
+        previous_ids = previous.column("query_id").to_pylist()
+        row_of = {query_id: at for at, query_id in enumerate(previous_ids)}
+        digests = previous.column("digest").to_pylist()
+        has_state = previous.column("lists").is_valid().to_pylist()
+        repeated = tonight.repeated()
+        for item in repeated.items():
+            yield pvalue.TaggedOutput(REPEATED, item)
+        standing: list[int] = []
+        lines: list[int] = []
+        joined: set[int] = set()
+        for at, query_id in enumerate(tonight.ids):
+            line = tonight.lines[at]
+            row = row_of.get(query_id)
+            if (row is not None and query_id not in repeated and has_state[row]
+                    and digests[row] == tonight.digest(at)):
+                standing.append(row)
+                lines.append(line)
+                continue
+            yield pvalue.TaggedOutput(PARSE, line)
+            if row is not None and row not in joined:
+                joined.add(row)
+                yield pvalue.TaggedOutput(JOIN, (query_id, self._joined(previous, row, line)))
+        tonight_ids = set(tonight.ids)
+        for query_id in previous_ids:
+            if query_id not in tonight_ids:
+                counters.count(counters.PREVIOUS_GONE)
+                yield pvalue.TaggedOutput(GONE, query_id)
+        yield from self._standing(shard, previous.take(np.asarray(standing, np.int64)), lines)
+
+    def _joined(self, previous: pa.Table, row: int, line: int
+                ) -> tuple[QueryState | None, RawResult]:
+        values = previous.slice(row, 1)
+        state = states_of(values, [line])[0] if has_lists(values) else None
+        return state, values.column("result")[0].as_py()
+
+    def _standing(self, shard: int, kept: pa.Table, lines: list[int]) -> Iterator[Any]:
+        counters.count(counters.QUERIES, kept.num_rows)
+        moved = self._touched(kept)
+        stand = np.flatnonzero(~moved)
+        counters.count(counters.QUERIES_CONTINUED, len(stand))
+        counters.count(counters.CONTINUED_UNCHANGED, len(stand))
+        counters.count(counters.EVIDENCE_UNCHANGED, len(stand))
+        stands = kept.take(stand)
+        results: list[RawResult] = stands.column("result").to_pylist()
+        rows: list[dict[str, Any]] = []
+        moved_states: list[dict[str, Any]] = []
+        at = np.flatnonzero(moved)
+        touched_rows = kept.take(at)
+        digests = touched_rows.column("digest").to_pylist()
+        previous = touched_rows.column("result").to_pylist()
+        states = states_of(touched_rows, [lines[i] for i in at.tolist()])
+        for start in range(0, len(states), self._batch_size):
+            end = start + self._batch_size
+            items = [Continuation(EmbeddedQuery(s.query, s.text_vector), s, p)  # type: ignore[arg-type]
+                     for s, p in zip(states[start:end], previous[start:end], strict=True)]
+            for item, digest, outcomes in zip(items, digests[start:end],
+                                              self._continued(items), strict=True):
+                tags = {o.tag: o.value for o in outcomes if isinstance(o, pvalue.TaggedOutput)}
+                row = state_row(tags[STATE], 1) if STATE in tags else None
+                if row is not None:
+                    row["shard"] = shard
+                if UNCHANGED in tags:
+                    results.append(item.previous)
+                    if row is not None:
+                        rows.append({**row, "digest": digest, "result": item.previous})
+                    continue
+                if row is not None:
+                    moved_states.append(row)
+                for outcome in outcomes:
+                    if not isinstance(outcome, pvalue.TaggedOutput) or outcome.tag != STATE:
+                        yield outcome
+        if self._snapshot is not None and results:
+            yield pvalue.TaggedOutput(WRITTEN, self._snapshot.write(results))
+        if self._kept_dir is not None:
+            kept_rows = pa.concat_tables([stands, pa.Table.from_pylist(rows,
+                                                                       schema=STATE_SCHEMA)])
+            yield pvalue.TaggedOutput(KEPT, (shard, write_kept(self._kept_dir, shard,
+                                                               kept_rows)))
+            if moved_states:
+                yield pvalue.TaggedOutput(STATES, write_states(self._kept_dir, shard,
+                                                               moved_states))
+
+    def _touched(self, kept: pa.Table) -> np.ndarray:
+        entered = self._entered_matrix()
+        if entered is None:
+            return np.ones(kept.num_rows, dtype=bool)
+        removed = pa.array(sorted(self._removed), pa.string())
+        return touched(kept.column("lists").combine_chunks(), entered, removed,
+                       self._retrieve_k)
+
+    def _entered_matrix(self) -> np.ndarray | None:
+        """The entered chunks' vectors; None when the store cannot give them (every standing
+        query is then continued one by one)."""
+        if self._entered_vectors is None:
+            if not self._entered:
+                self._entered_vectors = np.empty((0, 0), dtype=np.float32)
+                return self._entered_vectors
+            try:
+                port = self.owned()
+            except KnowledgeSearchError:
+                return None
+            if not can(port, "vectors_of"):
+                return None
+            continuable: ContinuablePort = port  # type: ignore[assignment]
+            self._entered_vectors = continuable.vectors_of(self._entered)
+        return self._entered_vectors
+
+    def _continued(self, items: Sequence[Continuation]) -> list[list[Any]]:
+        port: Any
+        try:
+            port = self.owned()
+        except KnowledgeSearchError:
+            port = _Unavailable()
+        return continue_each(items, port, self._removed, self._entered, self._retrieve_k,
+                             self._max_sub_queries)
+
+
+def has_lists(row: pa.Table) -> bool:
+    return bool(row.column("lists").is_valid()[0].as_py())
+
+
+class _Unavailable:
+    """A port that cannot be opened: continuing through it recalls every query."""
+
+    def close(self) -> None:
+        pass
+
+
+class ContinueShards(beam.PTransform[beam.PCollection[tuple[int, ShardIds]],
+                                     pvalue.DoOutputsTuple]):
+    """(shard, ShardIds) of every shard -> QueryHits of the queries that moved (main `hits`),
+    and the tags of the module (see `ContinueShardsDoFn`).
+
+    Usage::
+
+        split = shards | ContinueShards(open_port, "PREV.state/queries.arrow", ...)
+        split.hits, split[PARSE], split[JOIN], split[WRITTEN], split[GONE]
+    """
+
+    def __init__(self, port_factory: PortFactory, state_path: str, *,
+                 removed: frozenset[str], entered: tuple[str, ...], retrieve_k: int,
+                 max_sub_queries: int, batch_size: int, kept_dir: str | None,
+                 snapshot: ResultParts | None) -> None:
+        super().__init__()
+        self._fn = ContinueShardsDoFn(port_factory, state_path, removed, entered, retrieve_k,
+                                      max_sub_queries, batch_size, kept_dir, snapshot)
+
+    def expand(self, shards: beam.PCollection[tuple[int, ShardIds]]) -> pvalue.DoOutputsTuple:
+        return shards | "ContinueShard" >> beam.ParDo(self._fn).with_outputs(
+            *TAGS, main="hits")

@@ -1,0 +1,442 @@
+"""A run's state as shards: `queries.arrow` in the state folder is an Arrow IPC file with one
+record batch per shard (batch K holds the queries whose id is in shard K), so that the next
+run reads one shard at a time, as one element, and never the whole state.
+
+A row is one query: its id, the digest of its input record, its fingerprint, what it searches
+with (text, filters, and each sub-query's vector beside its kept list) and its result line as
+the snapshot holds it. A row without lists is a result without state (answered in full next
+time, and compared with).
+
+The state is written without holding it: the run's state and result rows stream into part
+files, each a few shard-sorted batches at a time; one step per shard then gathers its rows
+from every part (`CompactShards`), and one last step writes the shards in order into the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import apache_beam as beam
+import numpy as np
+import orjson
+import pyarrow as pa
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+from pipeline.io.json_lines import to_json_line
+from pipeline.run.changed_only import changed_results
+from pipeline.run.query_shards import ShardIds, shard_of
+from stages.models import EmbeddedQuery, Query, QueryResult, QueryState, RawResult, RecalledList
+from stages.sub_queries import resolve_sub_queries
+from stages.support import counters
+
+LIST_TYPE = pa.struct([("reason", pa.string()), ("vector", pa.list_(pa.float64())),
+                       ("ids", pa.list_(pa.string())), ("scores", pa.list_(pa.float64())),
+                       ("bound", pa.float64())])
+STATE_SCHEMA = pa.schema([
+    ("shard", pa.int32()), ("query_id", pa.string()), ("digest", pa.binary()),
+    ("fingerprint", pa.string()), ("text", pa.string()), ("filters", pa.string()),
+    ("lists", pa.list_(LIST_TYPE)), ("result", pa.binary())])
+BUFFERED_ROWS = 4096
+"""Rows a part writer holds before it writes them, one batch per shard."""
+_TEXT_REASON = "knn:text"
+_VECTORS_REASON = "knn:vectors["
+
+
+def state_row(state: QueryState, shards: int) -> dict[str, Any] | None:
+    """A query's state as a part row (no digest or result: those join it per shard); None
+    for a state that holds no query to search with again."""
+    query = state.query
+    if query is None:
+        return None
+    subs = resolve_sub_queries(EmbeddedQuery(query, state.text_vector), "dense",
+                               len(state.lists))
+    if not isinstance(subs, list):
+        return None
+    vectors = {s.reason: s.vector for s in subs}
+    return {"shard": shard_of(state.query_id, shards), "query_id": state.query_id,
+            "fingerprint": state.fingerprint, "text": query.text,
+            "filters": json.dumps(query.filters, sort_keys=True, ensure_ascii=False),
+            "lists": [{"reason": k.reason, "vector": vectors.get(k.reason), "ids": k.ids,
+                       "scores": k.scores, "bound": k.bound} for k in state.lists]}
+
+
+def result_row(result: QueryResult | RawResult, shards: int) -> dict[str, Any]:
+    """A result as a part row: the JSON line the snapshot holds (a raw result is one)."""
+    if isinstance(result, QueryResult):
+        query_id, line = result.query_id, to_json_line(result).encode("utf-8")
+    elif isinstance(result, bytes):
+        query_id, line = orjson.loads(result)["query_id"], result
+    else:
+        line = to_json_line(QueryResult.model_validate(result)).encode("utf-8")
+        query_id = result["query_id"]
+    return {"shard": shard_of(query_id, shards), "query_id": query_id, "result": line}
+
+
+def query_of(query_id: str, text: str | None, filters: str | None,
+             vectors_by_reason: Sequence[tuple[str, tuple[float, ...]]],
+             line_number: int | None) -> tuple[Query, tuple[float, ...] | None]:
+    """The query a state row searches with, and its text's vector: rebuilt as the run that
+    kept it parsed it (values are stored exactly)."""
+    vector, vectors, text_vector = None, [], None
+    for reason, values in vectors_by_reason:
+        if reason == "knn:vector":
+            vector = values
+        elif reason.startswith(_VECTORS_REASON):
+            vectors.append(values)
+        elif reason == _TEXT_REASON:
+            text_vector = values
+    query = Query.model_construct(id=query_id, text=text, vector=vector,
+                                  vectors=tuple(vectors) or None,
+                                  filters=json.loads(filters or "{}"))
+    query._line_number = line_number
+    return query, text_vector
+
+
+def _starting_at_zero(offsets: pa.Array) -> np.ndarray:
+    values = np.asarray(offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+    return values - values[0] if len(values) else values
+
+
+def states_of(table: pa.Table, lines: Sequence[int | None]) -> list[QueryState]:
+    """State rows (each with lists) as the `QueryState`s continuations start from, column by
+    column; `lines` are the queries' input lines tonight."""
+    if not table.num_rows:
+        return []
+    table = table.combine_chunks()
+    query_ids = table.column("query_id").to_pylist()
+    fingerprints = table.column("fingerprint").to_pylist()
+    texts = table.column("text").to_pylist()
+    filters = table.column("filters").to_pylist()
+    lists = table.column("lists").chunk(0)
+    per_query = np.diff(_starting_at_zero(lists.offsets))
+    flat = lists.flatten()
+    reasons = flat.field("reason").to_pylist()
+    bounds = flat.field("bound").to_numpy(zero_copy_only=False).tolist()
+    ids, scores, vectors = flat.field("ids"), flat.field("scores"), flat.field("vector")
+    id_values, id_at = ids.flatten().to_pylist(), _starting_at_zero(ids.offsets).tolist()
+    score_values = scores.flatten().to_numpy(zero_copy_only=False)
+    score_at = _starting_at_zero(scores.offsets).tolist()
+    vector_values = vectors.flatten().to_numpy(zero_copy_only=False)
+    vector_at = _starting_at_zero(vectors.offsets).tolist()
+    states: list[QueryState] = []
+    j = 0
+    for row, count in enumerate(per_query.tolist()):
+        kept, by_reason = [], []
+        for k in range(j, j + count):
+            kept.append(RecalledList(reasons[k], tuple(id_values[id_at[k]:id_at[k + 1]]),
+                                     tuple(score_values[score_at[k]:score_at[k + 1]].tolist()),
+                                     bounds[k]))
+            by_reason.append((reasons[k],
+                              tuple(vector_values[vector_at[k]:vector_at[k + 1]].tolist())))
+        j += count
+        query, text_vector = query_of(query_ids[row], texts[row], filters[row], by_reason,
+                                      lines[row])
+        states.append(QueryState(query_ids[row], fingerprints[row], text_vector, tuple(kept),
+                                 query))
+    return states
+
+
+def query_state(row: dict[str, Any], line_number: int | None) -> QueryState:
+    """A state row (a dict) as the `QueryState` a continuation starts from."""
+    return states_of(pa.Table.from_pylist([row], schema=STATE_SCHEMA), [line_number])[0]
+
+
+class StateFile:
+    """PREV's `queries.arrow`, read a shard at a time (plain reads: a memory map would make
+    every shard read resident in this process)."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._reader: pa.ipc.RecordBatchFileReader | None = None
+
+    def shard(self, shard: int) -> pa.RecordBatch:
+        if self._reader is None:
+            self._reader = pa.ipc.open_file(pa.OSFile(self._path))
+        return self._reader.get_batch(shard)
+
+    def close(self) -> None:
+        self._reader = None
+
+
+def shard_count_of(path: str) -> int:
+    with pa.OSFile(path) as source:
+        return pa.ipc.open_file(source).num_record_batches
+
+
+# -- writing --------------------------------------------------------------------------------
+
+PartIndex = tuple[str, bytes]
+"""A part file and the shard of each of its batches (int32s)."""
+
+
+def _table(rows: list[dict[str, Any]]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=STATE_SCHEMA)
+
+
+class _WriteShardParts(beam.DoFn):
+    """Rows -> part files of single-shard batches; emits each part with its batches' shards.
+    A retried bundle's part is never listed (see `single_file_sink`)."""
+
+    def __init__(self, parts_dir: str) -> None:
+        self._dir = parts_dir
+
+    def start_bundle(self) -> None:
+        self._buffered: dict[int, list[dict[str, Any]]] = {}
+        self._count = 0
+        self._writer: pa.ipc.RecordBatchFileWriter | None = None
+        self._shards: list[int] = []
+        self._path = ""
+
+    def process(self, row: dict[str, Any] | None) -> None:
+        if row is None:
+            return
+        self._buffered.setdefault(row["shard"], []).append(row)
+        self._count += 1
+        if self._count >= BUFFERED_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._writer is None:
+            Path(self._dir).mkdir(parents=True, exist_ok=True)
+            self._path = os.path.join(self._dir, f"part-{uuid.uuid4().hex}")
+            self._writer = pa.ipc.new_file(self._path, STATE_SCHEMA)
+        for shard in sorted(self._buffered):
+            for batch in _table(self._buffered[shard]).combine_chunks().to_batches():
+                self._writer.write_batch(batch)
+                self._shards.append(shard)
+        self._buffered, self._count = {}, 0
+
+    def finish_bundle(self) -> Iterator[WindowedValue]:
+        if self._count:
+            self._flush()
+        if self._writer is not None:
+            self._writer.close()
+            index = np.asarray(self._shards, dtype=np.int32).tobytes()
+            yield WindowedValue((self._path, index), MIN_TIMESTAMP, (GlobalWindow(),))
+
+
+def write_shard_parts(rows: beam.PCollection[dict[str, Any] | None], label: str,
+                      parts_dir: str) -> beam.PCollection[PartIndex]:
+    return rows | label >> beam.ParDo(_WriteShardParts(parts_dir))
+
+
+def _rows_of_shard(parts: Sequence[PartIndex], shard: int) -> list[pa.RecordBatch]:
+    batches = []
+    for path, index in parts:
+        at = np.flatnonzero(np.frombuffer(index, dtype=np.int32) == shard)
+        if not at.size:
+            continue
+        with pa.OSFile(path) as source:
+            reader = pa.ipc.open_file(source)
+            batches += [reader.get_batch(int(i)) for i in at]
+    return batches
+
+
+def compacted(shard: int, ids: ShardIds, kept: pa.Table | None, states: list[pa.RecordBatch],
+              results: list[pa.RecordBatch]) -> pa.Table:
+    """Shard `shard`'s rows of the new state: the rows kept as PREV held them (`kept`), and a
+    row for each other query with a result: its state (none for a repeated id) with its
+    record's digest."""
+    repeated = ids.repeated()
+    digest = {query_id: ids.digest(at) for at, query_id in enumerate(ids.ids)
+              if query_id not in repeated}
+    result_table = pa.Table.from_batches(results, STATE_SCHEMA)
+    result_of = dict(zip(result_table.column("query_id").to_pylist(),
+                         result_table.column("result").to_pylist(), strict=True))
+    done = set() if kept is None else set(kept.column("query_id").to_pylist())
+    state_table = pa.Table.from_batches(states, STATE_SCHEMA)
+    taken: list[int] = []
+    for at, query_id in enumerate(state_table.column("query_id").to_pylist()):
+        if query_id in digest and query_id in result_of and query_id not in done:
+            taken.append(at)
+            done.add(query_id)
+    with_state = state_table.take(np.asarray(taken, np.int64))
+    taken_ids = with_state.column("query_id").to_pylist()
+    with_state = with_state.set_column(
+        STATE_SCHEMA.get_field_index("digest"), STATE_SCHEMA.field("digest"),
+        pa.array([digest[q] for q in taken_ids], pa.binary()))
+    with_state = with_state.set_column(
+        STATE_SCHEMA.get_field_index("result"), STATE_SCHEMA.field("result"),
+        pa.array([result_of[q] for q in taken_ids], pa.binary()))
+    only_results = _table([{"shard": shard, "query_id": q, "result": line}
+                           for q, line in result_of.items() if q not in done])
+    return pa.concat_tables([t for t in (kept, with_state, only_results) if t is not None])
+
+
+COMPACTED = "compacted"
+"""The tag of (shard, file) of each shard's compacted rows."""
+GONE = "gone"
+"""The tag of the ids of tonight's queries that have a previous result and no new one."""
+
+
+class _CompactShard(beam.DoFn):
+    """(shard, ShardIds) -> (shard, file) of its rows of the new state (tag `COMPACTED`);
+    with `compare_with`, also the run's new results that differ from those of PREV's state
+    file (main; "" for an empty PREV: every result is new), counted."""
+
+    def __init__(self, parts_dir: str, compare_with: str | None) -> None:
+        self._dir, self._compare_with = parts_dir, compare_with
+        self._previous: StateFile | None = None
+
+    def process(self, element: tuple[int, ShardIds], state_parts: list[PartIndex],
+                new_parts: list[PartIndex], copied_parts: list[PartIndex],
+                kept: list[tuple[int, str]]) -> Iterator[Any]:
+        shard, ids = element
+        kept_path = next((path for k, path in kept if k == shard), None)
+        kept_table = None
+        if kept_path is not None:
+            with pa.OSFile(kept_path) as source:
+                kept_table = pa.ipc.open_file(source).read_all()
+        new = _rows_of_shard(new_parts, shard)
+        copied = _rows_of_shard(copied_parts, shard)
+        table = compacted(shard, ids, kept_table, _rows_of_shard(state_parts, shard),
+                          new + copied)
+        path = os.path.join(self._dir, f"shard-{shard:06d}-{uuid.uuid4().hex}")
+        with pa.ipc.new_file(path, STATE_SCHEMA) as writer:
+            writer.write_table(table)
+        yield beam.pvalue.TaggedOutput(COMPACTED, (shard, path))
+        if self._compare_with is None:
+            return
+        previous, new_lines = self._previous_lines(shard), _lines_of(new)
+        yield from changed_results(new_lines, previous)
+        answered = set(new_lines) | set(_lines_of(copied)) | (
+            set() if kept_table is None else set(kept_table.column("query_id").to_pylist()))
+        for query_id in set(ids.ids) - answered:
+            if query_id in previous:  # its query is a dead letter tonight
+                counters.count(counters.PREVIOUS_GONE)
+                yield beam.pvalue.TaggedOutput(GONE, query_id)
+
+    def _previous_lines(self, shard: int) -> dict[str, bytes]:
+        if not self._compare_with:
+            return {}
+        if self._previous is None:
+            self._previous = StateFile(self._compare_with)
+        return _lines_of([self._previous.shard(shard)])
+
+
+def _lines_of(batches: list[pa.RecordBatch]) -> dict[str, bytes]:
+    table = pa.Table.from_batches(batches, STATE_SCHEMA)
+    return dict(zip(table.column("query_id").to_pylist(), table.column("result").to_pylist(),
+                    strict=True))
+
+
+def write_states(parts_dir: str, shard: int, rows: list[dict[str, Any]]) -> PartIndex:
+    """Writes one shard's state rows (without results) as a part of their own."""
+    Path(parts_dir).mkdir(parents=True, exist_ok=True)
+    path = os.path.join(parts_dir, f"part-{uuid.uuid4().hex}")
+    with pa.ipc.new_file(path, STATE_SCHEMA) as writer:
+        writer.write_table(_table(rows))
+    return path, np.asarray([shard], dtype=np.int32).tobytes()
+
+
+def write_kept(parts_dir: str, shard: int, kept: pa.Table) -> str:
+    """Writes a shard's rows that stand as PREV held them; returns the file."""
+    Path(parts_dir).mkdir(parents=True, exist_ok=True)
+    path = os.path.join(parts_dir, f"kept-{shard:06d}-{uuid.uuid4().hex}")
+    with pa.ipc.new_file(path, STATE_SCHEMA) as writer:
+        writer.write_table(kept)
+    return path
+
+
+def _merge_shards(_impulse: bytes, compacted_parts: list[tuple[int, str]], path: str,
+                  parts_dir: str, shards: int) -> str:
+    """Writes every shard, in order, as one batch of the state file (renamed into place), and
+    removes the parts."""
+    by_shard = dict(compacted_parts)
+    if sorted(by_shard) != list(range(shards)):
+        raise RuntimeError(f"the state's shards are incomplete: {len(by_shard)} of {shards}")
+    staged = os.path.join(parts_dir, "merged")
+    with pa.ipc.new_file(staged, STATE_SCHEMA) as writer:
+        for shard in range(shards):
+            with pa.OSFile(by_shard[shard]) as source:
+                table = pa.ipc.open_file(source).read_all().combine_chunks()
+            batches = table.to_batches() or [pa.RecordBatch.from_pylist([], STATE_SCHEMA)]
+            writer.write_batch(batches[0])
+    os.replace(staged, path)
+    for entry in Path(parts_dir).iterdir():
+        entry.unlink()
+    Path(parts_dir).rmdir()
+    return path
+
+
+class StateWrites(NamedTuple):
+    written: beam.PCollection[str]
+    """The state file, once written."""
+    changed: beam.PCollection[QueryResult] | None = None
+    """With `compare_with`: the new results whose evidence changed since PREV, or is new."""
+    gone: beam.PCollection[str] | None = None
+    """With `compare_with`: the ids of tonight's queries with a previous result and none
+    tonight (a dead letter)."""
+
+
+class WriteStateShards(beam.PTransform[beam.PCollection[tuple[int, ShardIds]], StateWrites]):
+    """(shard, ShardIds) of every shard, with the run's `states`, its new `results` (from the
+    chain), the previous results `copied` as they stood, `kept` ((shard, file) of complete
+    rows written by other steps) and `state_parts` (state parts written by other steps) ->
+    the state file at `path`, whole once written. Each input is written as it comes (a merge
+    of them would hold them all on the local runner).
+
+    With `compare_with` (PREV's state file, or "" when PREV is empty), each shard also gives
+    its new results whose evidence changed (see `changed_only.changed_results`): the results
+    are compared where they are, and never cross a join.
+    """
+
+    def __init__(self, path: str, parts_dir: str, shards: int,
+                 states: Sequence[beam.PCollection[QueryState]],
+                 results: beam.PCollection[QueryResult],
+                 copied: beam.PCollection[RawResult] | None = None,
+                 kept: beam.PCollection[tuple[int, str]] | None = None,
+                 state_parts: beam.PCollection[PartIndex] | None = None,
+                 compare_with: str | None = None) -> None:
+        super().__init__()
+        self._path, self._dir, self._shards = path, parts_dir, shards
+        self._states, self._results, self._copied = states, results, copied
+        self._kept, self._state_parts = kept, state_parts
+        self._compare_with = compare_with
+
+    def expand(self, shards: beam.PCollection[tuple[int, ShardIds]]) -> StateWrites:
+        count, pipeline = self._shards, shards.pipeline
+        state_parts = [
+            write_shard_parts(states | f"StateRows{n}" >> beam.Map(state_row, count),
+                              f"WriteStateParts{n}", self._dir)
+            for n, states in enumerate(self._states)]
+        if self._state_parts is not None:
+            state_parts.append(self._state_parts)
+        new_parts = write_shard_parts(
+            self._results | "ResultRows" >> beam.Map(result_row, count), "WriteResultParts",
+            self._dir)
+        copied_parts = [] if self._copied is None else [write_shard_parts(
+            self._copied | "CopiedRows" >> beam.Map(result_row, count), "WriteCopiedParts",
+            self._dir)]
+        kept = self._kept if self._kept is not None else (
+            pipeline | "NothingKept" >> beam.Create([]))
+        compacted_parts = shards | "CompactShards" >> beam.ParDo(
+            _CompactShard(self._dir, self._compare_with),
+            beam.pvalue.AsList(_all(pipeline, state_parts, "AllStateParts")),
+            beam.pvalue.AsList(new_parts),
+            beam.pvalue.AsList(_all(pipeline, copied_parts, "AllCopiedParts")),
+            beam.pvalue.AsList(kept)).with_outputs(COMPACTED, GONE, main="changed")
+        written = (pipeline
+                   | "OnceCompacted" >> beam.Impulse()
+                   | "MergeShards" >> beam.Map(_merge_shards,
+                                               beam.pvalue.AsList(compacted_parts[COMPACTED]),
+                                               self._path, self._dir, count))
+        if self._compare_with is None:
+            return StateWrites(written)
+        return StateWrites(written, compacted_parts.changed, compacted_parts[GONE])
+
+
+def _all(pipeline: beam.Pipeline, parts: list[beam.PCollection[PartIndex]], label: str
+         ) -> beam.PCollection[PartIndex]:
+    if not parts:
+        return pipeline | f"No{label}" >> beam.Create([])
+    if len(parts) == 1:
+        return parts[0]
+    return tuple(parts) | label >> beam.Flatten()
