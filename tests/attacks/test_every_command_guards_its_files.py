@@ -150,12 +150,13 @@ def test_a_state_folder_of_an_earlier_night_is_replaced(
     argv, snapshot = _night(store_config, tmp_path)
     assert main(argv) == 0
     state = Path(f"{snapshot}.state")
-    (state / "queries.parquet.tmp-99999").write_text("a killed writer's leftover")
-    (state / "queries.parquet.parts-host-99999-0123abcd").mkdir()  # a killed sink's parts
-    (state / ".queries.parquet.lock").write_text("")
+    (state / "queries.arrow.tmp-99999").write_text("a killed writer's leftover")
+    (state / "queries.arrow.parts-host-99999-0123abcd").mkdir()  # a killed run's parts
+    (state / ".queries.arrow.lock").write_text("")
+    (state / "queries.parquet").write_text("an earlier format's queries")
     assert main(argv) == 0
     assert sorted(p.name for p in state.iterdir()) == [
-        "chunks.arrow", "queries.parquet", "state.json"]
+        "chunks.arrow", "queries.arrow", "state.json"]
 
 
 def test_a_demo_workdir_holding_a_users_files_is_refused_and_kept(

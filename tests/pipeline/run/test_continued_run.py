@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from connectors.chunk_record import ChunkRecord
 from pipeline.cli.main import main
 from pipeline.io.result_sink import read_results
-from pipeline.run import continuation_plan
 from pipeline.run.continuation_plan import MAX_CHANGED_SHARE
-from pipeline.run.state_files import STATE_SUFFIX
+from pipeline.run.state_files import QUERIES_FILE, STATE_SUFFIX
 
 DIM, DOCS, PER_DOC = 8, 100, 4
 
@@ -219,7 +223,7 @@ def test_a_state_changed_after_its_run_is_not_trusted(night: tuple[Path, Path],
     _index(config, _write(tmp_path / "chunks.jsonl", _records(rng, DOCS * PER_DOC, start=0)))
     queries = _write(tmp_path / "q.jsonl", _queries(rng, 10, "q"))
     first, _ = _run(config, queries, tmp_path / "n1", empty)
-    state = Path(f"{first}{STATE_SUFFIX}") / "queries.parquet"
+    state = Path(f"{first}{STATE_SUFFIX}") / QUERIES_FILE
     state.write_bytes(state.read_bytes()[:-10] + b"0123456789")
     second, counts = _run(config, queries, tmp_path / "n2", first)
     manifest = json.loads(Path(f"{second}.manifest.json").read_text())
@@ -238,11 +242,101 @@ def test_lexical_and_hybrid_runs_keep_no_state_and_say_why(night: tuple[Path, Pa
     assert "BM25" in manifest["continuation"]["answered_in_full"]
 
 
-def test_a_join_that_would_not_fit_in_memory_on_the_local_runner_is_not_attempted(
-        night: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _lines_by_id(path: Path) -> dict[str, bytes]:
+    return {json.loads(line)["query_id"]: line for line in path.read_bytes().splitlines()}
+
+
+def _edited(rng: np.random.Generator, queries: list[dict]) -> list[dict]:
+    """Tonight's standing queries: some gone, some new, some rewritten (a new text or filter,
+    or the same query written otherwise), one id twice."""
+    tonight = []
+    for query in queries:
+        roll = rng.random()
+        if roll < 0.1:
+            continue
+        if roll < 0.15:
+            query = {**query, "filters": {"parity": int(rng.integers(0, 2))}}
+        elif roll < 0.2:
+            query = dict(reversed(list(query.items())))  # same query, another line
+        elif roll < 0.25 and "text" in query:
+            query = {**query, "text": query["text"] + " more"}
+        tonight.append(query)
+    tonight += _queries(rng, 4, "new")
+    tonight.append({**tonight[0], "id": tonight[1]["id"]})
+    return tonight
+
+
+@pytest.mark.slow
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), each=st.integers(0, 6))
+def test_continued_and_full_snapshots_hold_the_same_bytes_after_any_change(
+        seed: int, each: int) -> None:
+    """A property over random stores, changes and edits of the standing queries: every line
+    of a continued night's snapshot is byte for byte the full run's line of its query."""
+    with tempfile.TemporaryDirectory() as folder:
+        tmp_path = Path(folder)
+        config = tmp_path / "config.yaml"
+        config.write_text(f"search:\n  embedded:\n    path: {tmp_path / 'store'}\n"
+                          f"embedder:\n  dim: {DIM}\nrag:\n  retrieve-k: 10\n  return-n: 3\n")
+        empty = tmp_path / "empty.jsonl"
+        empty.write_text("")
+        rng = np.random.default_rng(seed)
+        records = _records(rng, DOCS * PER_DOC, start=0)
+        _index(config, _write(tmp_path / "chunks1.jsonl", records))
+        standing = _queries(rng, 50, "q")
+        first, _ = _run(config, _write(tmp_path / "q1.jsonl", standing), tmp_path / "n1", empty)
+        _index(config, _write(tmp_path / "chunks2.jsonl", _changed(rng, records, each)))
+        queries = _write(tmp_path / "q2.jsonl", _edited(rng, standing))
+        continued, counts = _run(config, queries, tmp_path / "n2", first)
+        full, _ = _run(config, queries, tmp_path / "full", empty)
+        assert _lines_by_id(continued) == _lines_by_id(full)
+        assert counts["queries_continued"] > 0
+
+
+def test_parquet_queries_continue_and_a_changed_row_is_read_again(
+        night: tuple[Path, Path], tmp_path: Path) -> None:
+    """Rows are told unchanged by a digest of their columns: an edited row is parsed again,
+    the others are not, and the snapshot equals a full run's."""
     config, empty = night
-    monkeypatch.setattr(continuation_plan, "physical_memory",
-                        lambda: 20 * continuation_plan.JOIN_BYTES_PER_QUERY)
-    _, counts, manifest = _two_nights(config, empty, tmp_path)
-    assert counts["full_not_continuable"] == 20 and counts["queries_continued"] == 0
-    assert "run it on Flink or Spark" in manifest["continuation"]["answered_in_full"]
+    rng = np.random.default_rng(11)
+    records = _records(rng, DOCS * PER_DOC, start=0)
+    _index(config, _write(tmp_path / "chunks1.jsonl", records))
+    rows = [q for q in _queries(rng, 30, "q") if "vector" in q]
+    first, _ = _run(config, _parquet(tmp_path / "q1.parquet", rows), tmp_path / "n1", empty)
+    _index(config, _write(tmp_path / "chunks2.jsonl", _changed(rng, records, 2)))
+    rows[0] = {**rows[0], "vector": [-x for x in rows[0]["vector"]]}
+    queries = _parquet(tmp_path / "q2.parquet", rows)
+    continued, counts = _run(config, queries, tmp_path / "n2", first)
+    full, _ = _run(config, queries, tmp_path / "full", empty)
+    assert _lines_by_id(continued) == _lines_by_id(full)
+    assert counts["full_query_changed"] == 1 and counts["queries"] == len(rows)
+    assert counts["queries_continued"] + counts["full_ran_out"] == len(rows) - 1
+
+
+def _parquet(path: Path, rows: list[dict]) -> Path:
+    pq.write_table(pa.Table.from_pylist([{"filters": None, **r} for r in rows]), path)
+    return path
+
+
+def test_chunks_of_the_same_score_keep_the_full_runs_order_when_the_store_reorders(
+        night: tuple[Path, Path], tmp_path: Path) -> None:
+    """Chunks with equal vectors score the same; the store orders them by row, and a new
+    version written from the chunks in another order may change which comes first."""
+    config, empty = night
+    config.write_text(config.read_text().replace("retrieve-k: 10\n  return-n: 3",
+                                                 "retrieve-k: 1\n  return-n: 1"))
+    rng = np.random.default_rng(13)
+    records = _records(rng, DOCS * PER_DOC, start=0)
+    twins = [r.model_copy(update={"id": f"twin{n}#chunk-0", "metadata": {
+        **r.metadata, "docId": f"twin{n}", "chunkIndex": 0}}) for n, r in enumerate(records[:40])]
+    _index(config, _write(tmp_path / "chunks1.jsonl", records + twins))
+    queries = _write(tmp_path / "q.jsonl", [{"id": f"q{n}", "vector": list(r.vector)}
+                                            for n, r in enumerate(records[:20])])
+    first, _ = _run(config, queries, tmp_path / "n1", empty)
+    reordered = _write(tmp_path / "chunks2.jsonl", twins + records)
+    assert main(["index", "--config", str(config), "--chunks", str(reordered),
+                 "--rebuild"]) == 0
+    continued, counts = _run(config, queries, tmp_path / "n2", first)
+    full, _ = _run(config, queries, tmp_path / "full", empty)
+    assert _lines_by_id(continued) == _lines_by_id(full)
+    assert counts["queries_continued"] == 20

@@ -1,0 +1,132 @@
+"""The per-shard pieces of a continued night (issue 46): which standing queries the store's
+changes touch, decided for a whole shard at once, and the state rows a shard keeps."""
+
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from connectors.embedded.row_search import _reported
+from connectors.embedded.vector_search import cosines
+from core.vectors import unit_rows
+from pipeline.io.query_ids import line_digest
+from pipeline.run.query_shards import ShardIds, shard_count, shard_of
+from pipeline.run.shard_continuation import touched
+from pipeline.run.state_shards import LIST_TYPE, STATE_SCHEMA, compacted
+
+DIM = 16
+
+
+def _lists(rows: list[list[dict]]) -> pa.ListArray:
+    return pa.array(rows, pa.list_(LIST_TYPE))
+
+
+def _kept(vector: np.ndarray, store: np.ndarray, width: int) -> dict:
+    """A kept list as a run keeps it: the `width` best of `store`, and the next one's score
+    as the bound (every chunk not kept scores at most it)."""
+    scores = _reported(cosines(store, unit_rows([vector])[0][0]))
+    order = np.argsort(-scores, kind="stable")
+    return {"reason": "knn:vector", "vector": vector.tolist(),
+            "ids": [f"c{i}" for i in order[:width]],
+            "scores": scores[order[:width]].tolist(), "bound": float(scores[order[width]])}
+
+
+def test_a_query_whose_kept_chunk_was_removed_is_touched() -> None:
+    kept = {"reason": "knn:vector", "vector": [1.0] * DIM, "ids": ["a", "b"],
+            "scores": [0.9, 0.8], "bound": 0.5}
+    lists = _lists([[kept], [{**kept, "ids": ["c", "d"]}]])
+    moved = touched(lists, np.empty((0, DIM), np.float32), pa.array(["b"]), retrieve_k=2)
+    assert moved.tolist() == [True, False]
+
+
+def test_a_list_that_would_run_out_is_touched_and_one_that_holds_every_match_is_not() -> None:
+    short = {"reason": "knn:vector", "vector": [1.0] * DIM, "ids": ["a"], "scores": [0.9],
+             "bound": 0.5}
+    lists = _lists([[short], [{**short, "bound": float("-inf")}]])
+    moved = touched(lists, np.empty((0, DIM), np.float32), pa.array([], pa.string()), 2)
+    assert moved.tolist() == [True, False]
+
+
+def test_a_query_is_touched_when_any_of_its_lists_is() -> None:
+    rng = np.random.default_rng(0)
+    entered = unit_rows(rng.normal(size=(1, DIM)))[0]
+    near = {"reason": "knn:vector", "vector": entered[0].astype(float).tolist(),
+            "ids": ["a", "b"], "scores": [0.99, 0.98], "bound": 0.9}
+    far = {**near, "reason": "knn:vectors[0]", "vector": (-entered[0]).astype(float).tolist()}
+    moved = touched(_lists([[far], [far, near]]), entered, pa.array([], pa.string()), 2)
+    assert moved.tolist() == [False, True]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), entering=st.integers(1, 40))
+def test_an_untouched_query_gains_no_entered_chunk_above_its_bound(seed: int,
+                                                                    entering: int) -> None:
+    """The rough test is sound: when it says a query is untouched, no entered chunk scores
+    above any of its bounds exactly (so its kept lists are tonight's true top)."""
+    rng = np.random.default_rng(seed)
+    store = unit_rows(rng.normal(size=(200, DIM)))[0]
+    entered = unit_rows(rng.normal(size=(entering, DIM)))[0]
+    vectors = rng.normal(size=(30, DIM))
+    lists = _lists([[_kept(v, store, 12)] for v in vectors])
+    moved = touched(lists, entered, pa.array([], pa.string()), retrieve_k=10)
+    for vector, was_moved, row in zip(vectors, moved, lists.to_pylist(), strict=True):
+        exact = _reported(cosines(entered, unit_rows([vector])[0][0]))
+        if not was_moved:
+            assert exact.max() <= row[0]["bound"]
+
+
+def test_shards_and_digests_are_the_same_on_every_worker() -> None:
+    assert shard_of("q1", 7) == shard_of("q1", 7) and 0 <= shard_of("q1", 7) < 7
+    assert line_digest((1, b'{"id":"q1"}')) == (1, "q1", line_digest((1, '{"id":"q1"}'))[2])
+    assert line_digest((1, b'{"id":"q1"}'))[2] != line_digest((1, b'{"id": "q1"}'))[2]
+    assert line_digest((2, b'{"id": 7}'))[1] is None
+    assert shard_count(0) == 1 and shard_count(1000) == 1 and shard_count(1001) == 2
+
+
+def _ids(*rows: tuple[str, int]) -> ShardIds:
+    ids = ShardIds([], array("q"), bytearray())
+    for query_id, line in rows:
+        ids.ids.append(query_id)
+        ids.lines.append(line)
+        ids.digests.extend(line_digest((line, f"{query_id}:{line}".encode()))[2] or b"")
+    return ids
+
+
+def _batch(rows: list[dict]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist(rows, schema=STATE_SCHEMA)
+
+
+def test_a_shard_keeps_state_with_result_and_digest_and_results_alone_for_the_rest() -> None:
+    lists = [{"reason": "knn:vector", "vector": [1.0], "ids": ["c"], "scores": [0.9],
+              "bound": 0.1}]
+    states = [_batch([{"shard": 0, "query_id": q, "fingerprint": "f", "filters": "{}",
+                       "lists": lists} for q in ("a", "b", "twice", "failed")])]
+    results = [_batch([{"shard": 0, "query_id": q, "result": q.encode()}
+                       for q in ("a", "twice", "stateless")])]
+    kept = pa.Table.from_batches([_batch([{"shard": 0, "query_id": "old", "digest": b"d",
+                                           "lists": lists, "result": b"old"}])])
+    tonight = _ids(("a", 1), ("b", 2), ("twice", 3), ("twice", 4), ("failed", 5),
+                   ("stateless", 6), ("old", 7))
+    table = compacted(0, tonight, kept, states, results).to_pylist()
+    by_id = {row["query_id"]: row for row in table}
+    assert sorted(by_id) == ["a", "old", "stateless", "twice"]  # b, failed: no result
+    assert by_id["a"]["digest"] == tonight.digest(0) and by_id["a"]["result"] == b"a"
+    assert by_id["a"]["lists"] is not None
+    assert by_id["twice"]["lists"] is None and by_id["twice"]["digest"] is None
+    assert by_id["stateless"]["lists"] is None and by_id["stateless"]["result"] == b"stateless"
+    assert by_id["old"] == kept.to_pylist()[0]
+
+
+def test_a_query_with_two_kept_chunks_of_the_same_score_is_touched() -> None:
+    """Their order is the store's order of rows, which another version may change."""
+    kept = {"reason": "knn:vector", "vector": [1.0] * DIM, "ids": ["a", "b", "c"],
+            "scores": [0.9, 0.8, 0.8], "bound": 0.5}
+    untied = {**kept, "scores": [0.8, 0.7, 0.6]}
+    across = [{**kept, "scores": [0.9, 0.8]}, {**kept, "ids": ["d"], "scores": [0.8]}]
+    lists = _lists([[kept], [untied], across])
+    moved = touched(lists, np.empty((0, DIM), np.float32), pa.array([], pa.string()), 1)
+    assert moved.tolist() == [True, False, False]
