@@ -7,7 +7,8 @@ standing vector queries (default 100k), and runs `rag-evidence run` in child pro
    a third added);
 3. night 2, full: `--previous EMPTY --snapshot F2` (the baseline, same day, same store);
 4. night 2, continued: `--previous S1 --snapshot S2`;
-5. a run with no `--previous` and no `--snapshot`.
+5. night 2 in full again, keeping no state (`job.keep-state=false`): what keeping it costs;
+6. a run with no `--previous` and no `--snapshot`.
 With `--text`, the standing queries are short texts embedded by all-MiniLM-L6-v2 (searched in
 the same store of vectors: the cost is a real run's, the answers are not meaningful). Prints
 wall seconds and peak RSS of each, the ratio continued / full, the continued run's counters,
@@ -86,6 +87,8 @@ def main() -> None:
     parser.add_argument("--share", type=float, default=0.01)
     parser.add_argument("--text", action="store_true", help="text queries, embedded by the model")
     parser.add_argument("--work", default="/tmp/continued")
+    parser.add_argument("--no-baselines", action="store_true",
+                        help="skip runs 5 and 6 (for a million queries, an hour less)")
     args = parser.parse_args()
     model = ("--set", "embedder.kind=sentence-transformers",
              "--set", f"embedder.model={MINILM}") if args.text else ()
@@ -109,20 +112,29 @@ def main() -> None:
                "--snapshot", str(work / "f2.jsonl"), *model)
     continued = run(store, queries, work / "n2.jsonl", "--previous", str(work / "s1.jsonl"),
                     "--snapshot", str(work / "s2.jsonl"), *model)
-    plain = run(store, queries, work / "plain.jsonl", *model)
+    stateless = plain = None
+    if not args.no_baselines:
+        stateless = run(store, queries, work / "stateless.jsonl", "--previous", str(empty),
+                        "--snapshot", str(work / "f2n.jsonl"), "--set",
+                        "job.keep-state=false", *model)
+        plain = run(store, queries, work / "plain.jsonl", *model)
     expected, got = lines_by_id(work / "f2.jsonl"), lines_by_id(work / "s2.jsonl")
     differ = sum(1 for query_id, line in expected.items() if got.get(query_id) != line)
     kind = "text" if args.text else "vector"
     print(f"store {args.chunks} x {DIM} flat, {args.queries} standing {kind} queries, "
           f"{args.share:.0%} of the store changed")
-    for name, (seconds, peak, _) in (("night 1 (full, keeps state)", night1),
-                                     ("night 2 full (baseline)", full),
-                                     ("night 2 continued", continued),
-                                     ("full run keeping no state", plain)):
-        print(f"{name:>30}: {seconds:7.1f} s, peak RSS {peak} MiB")
+    for name, measured in (("night 1 (full, keeps state)", night1),
+                           ("night 2 full (baseline)", full),
+                           ("night 2 continued", continued),
+                           ("night 2 full, keeping no state", stateless),
+                           ("full run without --previous", plain)):
+        if measured is not None:
+            print(f"{name:>30}: {measured[0]:7.1f} s, peak RSS {measured[1]} MiB")
     counts = continued[2]
-    print(f"ratio continued / full: {continued[0] / full[0]:.3f}; keeping state / keeping "
-          f"none: {full[0] / plain[0]:.3f}")
+    print(f"ratio continued / full: {continued[0] / full[0]:.3f}")
+    if stateless is not None and plain is not None:
+        print(f"keeping state / keeping none: {full[0] / stateless[0]:.3f}; full / without "
+              f"--previous: {full[0] / plain[0]:.3f}")
     print("continued run: " + ", ".join(f"{name} {counts.get(name, 0)}" for name in (
         "queries_continued", "continued_unchanged", "full_new_query", "full_query_changed",
         "full_ran_out", "full_continue_failed", "delta_chunks", "texts_embedded")))

@@ -204,9 +204,10 @@ class ChunkingSettings(Section):
 
 
 class JobSettings(Section):
-    """How long a job may run."""
+    """How long a job may run, and whether a run with `--snapshot` keeps its state."""
 
     max_wall_time: Duration | None = None
+    keep_state: bool = True
 
 
 FOLDED: dict[tuple[str, ...], tuple[str, ...]] = {

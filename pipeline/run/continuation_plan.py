@@ -131,6 +131,8 @@ def _planned(settings: Settings, io: RunIO, version: Path | None,
 
 def _why_not_kept(settings: Settings, version: Path | None) -> str | None:
     backend = backend_of(settings)
+    if not settings.job.keep_state:
+        return "job.keep-state is false"
     if backend.chunk_table is None:
         return f"runs on {backend.noun} are not continued (only the embedded store's are)"
     if version is None:

@@ -231,6 +231,16 @@ def test_a_state_changed_after_its_run_is_not_trusted(night: tuple[Path, Path],
     assert "does not match its manifest" in manifest["continuation"]["answered_in_full"]
 
 
+def test_a_run_told_to_keep_no_state_keeps_none_and_says_why(night: tuple[Path, Path],
+                                                             tmp_path: Path) -> None:
+    config, empty = night
+    config.write_text(config.read_text() + "job:\n  keep-state: false\n")
+    second, counts, manifest = _two_nights(config, empty, tmp_path)
+    assert not Path(f"{second}{STATE_SUFFIX}").exists() and "state" not in manifest
+    assert counts["full_not_continuable"] == 20 and counts["queries_continued"] == 0
+    assert "job.keep-state is false" in manifest["continuation"]["answered_in_full"]
+
+
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])
 def test_lexical_and_hybrid_runs_keep_no_state_and_say_why(night: tuple[Path, Path],
                                                            tmp_path: Path, mode: str) -> None:
