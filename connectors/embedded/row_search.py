@@ -89,8 +89,9 @@ class RowSearch:
         """Per kNN request, its exact top `k` among the rows `among[i]` and `shared` only (those
         that match its filters), keeping only scores strictly above `above[i]` (reported
         scale), ties by lower row: the same rows and scores a search of the whole store gives
-        them. Rows are scored in float32 first (`shared` for the whole batch in one matrix
-        product), and only those that can clear `above` are scored exactly (`cosines`)."""
+        them. `shared` rows are scored in float32 first, for the whole batch in one matrix
+        product, and only those that can clear `above` are scored exactly (`cosines`), with
+        every row of `among[i]` (a kept list: few)."""
         empty = (np.empty(0, np.int64), np.empty(0, np.float32))
         outcomes: list[RowOutcome] = [empty for _ in requests]
         dense = [i for i, r in enumerate(requests)
@@ -101,24 +102,16 @@ class RowSearch:
         queries, usable = unit_rows([requests[i].vector or () for i in dense])
         vectors = self._rows_view()
         rough_shared = queries @ np.asarray(vectors[shared], dtype=np.float32).T
-        owns = [np.asarray(among[i], dtype=np.int64) for i in dense]
-        ends = np.cumsum([len(own) for own in owns])
-        own_all = np.concatenate(owns) if owns else np.empty(0, np.int64)
-        owner = np.repeat(np.arange(len(dense)), [len(own) for own in owns])
-        # rough scores only choose which rows are scored exactly: their order of sums is free
-        rough_own = np.einsum("ij,ij->i", np.asarray(vectors[own_all], dtype=np.float32),
-                              queries[owner])
         floors = 2.0 * np.asarray([above[i] for i in dense], dtype=np.float64) - 1.0 - (
             SCORE_TOLERANCE)
-        own_passed = rough_own > floors[owner]
         for row, i in enumerate(dense):
             if not usable[row]:
                 outcomes[i] = KnowledgeSearchError(
                     f"vector {NO_DIRECTION}: cosine similarity is undefined")
                 continue
-            start = ends[row] - len(owns[row])
-            passed = own_all[start:ends[row]][own_passed[start:ends[row]]]
-            rows = np.unique(np.concatenate([passed, shared[rough_shared[row] > floors[row]]]))
+            # a request's own rows are few (a kept list): all of them are scored exactly
+            own = np.asarray(among[i], dtype=np.int64)
+            rows = np.unique(np.concatenate([own, shared[rough_shared[row] > floors[row]]]))
             matching = self._filters.matching_rows(requests[i].filters)
             if matching is not None:
                 rows = np.intersect1d(rows, matching)

@@ -18,7 +18,7 @@ from pipeline.io.result_sink import ResultFile, ResultParts, result_of_raw
 from pipeline.io.run_io import RunIO
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
 from pipeline.run import shard_continuation as shard
-from pipeline.run.changed_only import KeepChanged
+from pipeline.run.changed_only import KeepChanged, counted_new
 from pipeline.run.continuation_plan import ContinuationPlan
 from pipeline.run.continued_queries import (
     COMPARE,
@@ -90,8 +90,9 @@ def build_pipeline(
     parsed = records | "Parse" >> ParseQueries(repeated_ids).with_error_handler(errors)
     queries, continues = parsed.queries, None
     compare_with = _compared_in_state(plan, io)
-    if io.previous is not None and plan.continues is None and compare_with is None:
-        previous = pipeline | "ReadPrevious" >> io.previous.read_transform()
+    if io.previous is not None and plan.continues is None:
+        if compare_with is None and not plan.previous_empty:
+            previous = pipeline | "ReadPrevious" >> io.previous.read_transform()
         queries = queries | "AnsweredInFull" >> beam.Map(counted_in_full, plan.full_counter)
     elif by_shard is not None and plan.continues is not None:
         split = queries | "SplitContinued" >> SplitContinued(
@@ -127,6 +128,10 @@ def build_pipeline(
             results = kept.changed
             gone_since = [] if by_shard is None else [by_shard[shard.GONE]]
             gone = (kept.gone, *gone_since) | "AllGone" >> beam.Flatten()
+        elif plan.previous_empty and previous is None:
+            # a first night: nothing to compare with, every result is new
+            results = results | "AllNew" >> beam.Map(counted_new)
+            gone = pipeline | "NoneGone" >> beam.Create([])
         elif split is not None and evidence.previous is not None and by_shard is not None:
             # the continued queries' results that stood were counted and need no comparing
             location = io.previous.location

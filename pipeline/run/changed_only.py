@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any, NamedTuple
 
 import apache_beam as beam
+import orjson
 from apache_beam import pvalue
 
 from stages.models import ProjectedItem, QueryResult
@@ -67,6 +68,12 @@ def compared(joined: tuple[str, Mapping[str, Iterable[QueryResult]]]
         yield new[0]
 
 
+def counted_new(result: QueryResult) -> QueryResult:
+    """`result`, counted as new (there is no previous result to compare it with)."""
+    counters.count(counters.EVIDENCE_NEW)
+    return result
+
+
 def changed_results(new: Mapping[str, bytes], previous: Mapping[str, bytes]
                     ) -> Iterator[QueryResult]:
     """New result lines (by query id) against previous ones -> the new results whose
@@ -76,16 +83,23 @@ def changed_results(new: Mapping[str, bytes], previous: Mapping[str, bytes]
         old = previous.get(query_id)
         if old == line:
             counters.count(counters.EVIDENCE_UNCHANGED)
-            continue
-        result = QueryResult.model_validate_json(line)
-        if old is None:
+        elif old is None:
             counters.count(counters.EVIDENCE_NEW)
-            yield result
-        elif same_evidence(result, QueryResult.model_validate_json(old)):
+            yield QueryResult.model_validate_json(line)
+        elif _same_projected(orjson.loads(line)["projected"], orjson.loads(old)["projected"]):
             counters.count(counters.EVIDENCE_UNCHANGED)
         else:
             counters.count(counters.EVIDENCE_CHANGED)
-            yield result
+            yield QueryResult.model_validate_json(line)
+
+
+def _same_projected(new: list[dict[str, Any]], old: list[dict[str, Any]]) -> bool:
+    """`same_evidence` over two result lines' `projected` lists as JSON holds them (written
+    by this version: the fields and their names are ours)."""
+    return len(new) == len(old) and all(
+        (a["document_id"], a["source"], a["content"]) == (b["document_id"], b["source"],
+                                                          b["content"])
+        and same_score(a["score"], b["score"]) for a, b in zip(new, old, strict=True))
 
 
 class ChangedOutputs(NamedTuple):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from connectors.embedded.changes import StoreChanges, changes_between, kept_chun
 from connectors.embedded.chunk_table import ChunkTable
 from pipeline.config.backends import backend_of
 from pipeline.config.settings import Settings
+from pipeline.io.local_paths import is_local
 from pipeline.io.run_io import RunIO
 from pipeline.run.manifest import package_version
 from pipeline.run.query_shards import shard_count
@@ -47,6 +49,8 @@ class ContinuationPlan:
     """The chunk table of the store version the run reads, when it keeps state."""
     shards: int | None = None
     """How many shards the state this run reads or keeps is in (see `query_shards`)."""
+    previous_empty: bool = False
+    """`--previous` is an empty file: every result is new, and none is compared."""
 
     def start(self, settings: Settings, version: Path | None) -> None:
         """Starts the state this run keeps, if any (see `StateFolder.start`)."""
@@ -79,6 +83,8 @@ def plan_continuation(settings: Settings, io: RunIO, version: Path | None,
     since. A state keeps the shards of the state it continues from, else one shard per
     `QUERIES_PER_SHARD` of the run's queries."""
     plan = _planned(settings, io, version, previous_manifest)
+    if io.previous is not None and _is_empty(io.previous.location):
+        plan = dataclasses.replace(plan, previous_empty=True)
     if plan.continues is not None:
         shards = plan.continues.folder.shards()
     elif plan.keeps is not None:
@@ -127,6 +133,10 @@ def _planned(settings: Settings, io: RunIO, version: Path | None,
                                f"than {MAX_CHANGED_SHARE:.0%} of its {len(current)}", current)
     _log.info("continuing from %s: %d chunks changed since", folder.path, changes.chunks)
     return ContinuationPlan(keeps, Continued(folder, changes), chunks=current)
+
+
+def _is_empty(location: str) -> bool:
+    return is_local(location) and os.path.getsize(location) == 0
 
 
 def _why_not_kept(settings: Settings, version: Path | None) -> str | None:

@@ -36,9 +36,12 @@ from stages.models import EmbeddedQuery, Query, QueryResult, QueryState, RawResu
 from stages.sub_queries import resolve_sub_queries
 from stages.support import counters
 
-LIST_TYPE = pa.struct([("reason", pa.string()), ("vector", pa.list_(pa.float64())),
+LIST_TYPE = pa.struct([("reason", pa.string()), ("vector", pa.list_(pa.float32())),
+                       ("exact", pa.list_(pa.float64())),
                        ("ids", pa.list_(pa.string())), ("scores", pa.list_(pa.float64())),
                        ("bound", pa.float64())])
+"""A kept list: its sub-query's vector in float32 (`exact` holds it in float64 when float32
+would round it), its ids and scores, best first, and its bound."""
 STATE_SCHEMA = pa.schema([
     ("shard", pa.int32()), ("query_id", pa.string()), ("digest", pa.binary()),
     ("fingerprint", pa.string()), ("text", pa.string()), ("filters", pa.string()),
@@ -63,8 +66,18 @@ def state_row(state: QueryState, shards: int) -> dict[str, Any] | None:
     return {"shard": shard_of(state.query_id, shards), "query_id": state.query_id,
             "fingerprint": state.fingerprint, "text": query.text,
             "filters": json.dumps(query.filters, sort_keys=True, ensure_ascii=False),
-            "lists": [{"reason": k.reason, "vector": vectors.get(k.reason), "ids": k.ids,
-                       "scores": k.scores, "bound": k.bound} for k in state.lists]}
+            "lists": [{"reason": k.reason, **_vector_columns(vectors.get(k.reason)),
+                       "ids": k.ids, "scores": k.scores, "bound": k.bound}
+                      for k in state.lists]}
+
+
+def _vector_columns(vector: tuple[float, ...] | None) -> dict[str, Any]:
+    if vector is None:
+        return {"vector": None, "exact": None}
+    values = np.asarray(vector, dtype=np.float64)
+    rounded = values.astype(np.float32)
+    exact = None if np.array_equal(rounded.astype(np.float64), values) else vector
+    return {"vector": rounded, "exact": exact}
 
 
 def result_row(result: QueryResult | RawResult, shards: int) -> dict[str, Any]:
@@ -123,8 +136,10 @@ def states_of(table: pa.Table, lines: Sequence[int | None]) -> list[QueryState]:
     id_values, id_at = ids.flatten().to_pylist(), _starting_at_zero(ids.offsets).tolist()
     score_values = scores.flatten().to_numpy(zero_copy_only=False)
     score_at = _starting_at_zero(scores.offsets).tolist()
-    vector_values = vectors.flatten().to_numpy(zero_copy_only=False)
+    vector_values = vectors.flatten().to_numpy(zero_copy_only=False).astype(np.float64)
     vector_at = _starting_at_zero(vectors.offsets).tolist()
+    exact = flat.field("exact").to_pylist() if flat.field("exact").null_count < len(flat) \
+        else [None] * len(flat)
     states: list[QueryState] = []
     j = 0
     for row, count in enumerate(per_query.tolist()):
@@ -133,8 +148,10 @@ def states_of(table: pa.Table, lines: Sequence[int | None]) -> list[QueryState]:
             kept.append(RecalledList(reasons[k], tuple(id_values[id_at[k]:id_at[k + 1]]),
                                      tuple(score_values[score_at[k]:score_at[k + 1]].tolist()),
                                      bounds[k]))
-            by_reason.append((reasons[k],
-                              tuple(vector_values[vector_at[k]:vector_at[k + 1]].tolist())))
+            vector = exact[k]
+            if vector is None:
+                vector = vector_values[vector_at[k]:vector_at[k + 1]].tolist()
+            by_reason.append((reasons[k], tuple(vector)))
         j += count
         query, text_vector = query_of(query_ids[row], texts[row], filters[row], by_reason,
                                       lines[row])

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli.main import main
-from pipeline.run.changed_only import same_evidence
+from pipeline.io.json_lines import to_json_line
+from pipeline.run.changed_only import changed_results, same_evidence
 from stages.models import ProjectedItem, QueryResult
 from tests.builders import unit_vectors
 
@@ -85,6 +86,21 @@ def test_evidence_differs_by_ids_order_or_content_not_by_score_noise() -> None:
     assert not same_evidence(_result(("b#chunk-0", 0.8), ("a#chunk-0", 0.9)), base)
     assert not same_evidence(_result(("a#chunk-0", 0.9)), base)
     assert not same_evidence(_result(("a#chunk-0", 0.91), ("b#chunk-0", 0.8)), base)
+
+
+@pytest.mark.parametrize("items", [
+    (("a#chunk-0", 0.9 + 1e-7), ("b#chunk-0", 0.8)), (("b#chunk-0", 0.8), ("a#chunk-0", 0.9)),
+    (("a#chunk-0", 0.9),), (("a#chunk-0", 0.91), ("b#chunk-0", 0.8)),
+    (("a#chunk-0", 0.9), ("b#chunk-0", 0.8))])
+def test_result_lines_are_compared_as_the_results_are(items: tuple) -> None:
+    """A shard compares the lines it kept without making results of the unchanged ones; it
+    finds what `same_evidence` finds."""
+    base = _result(("a#chunk-0", 0.9), ("b#chunk-0", 0.8))
+    new = _result(*items)
+    line = to_json_line(new).encode()
+    changed = list(changed_results({"q": line}, {"q": to_json_line(base).encode()}))
+    assert (changed == []) == same_evidence(new, base)
+    assert list(changed_results({"q": line}, {})) == [new]
 
 
 def test_nightly_runs_chain_through_the_snapshot_of_every_result(

@@ -120,8 +120,10 @@ def test_a_continued_run_equals_a_full_run_after_random_changes(
     records = _records(rng, DOCS * PER_DOC, start=0)
     _index(config, _write(tmp_path / "chunks1.jsonl", records))
     standing = _queries(rng, 60, "q")
-    first, _ = _run(config, _write(tmp_path / "q1.jsonl", standing), tmp_path / "n1", empty)
+    first, night1 = _run(config, _write(tmp_path / "q1.jsonl", standing), tmp_path / "n1",
+                         empty)
     assert Path(f"{first}{STATE_SUFFIX}").is_dir()
+    assert night1["full_new_query"] == night1["evidence_new"] == night1["results"] == 60
 
     each = int(MAX_CHANGED_SHARE * len(records)) // 3
     _index(config, _write(tmp_path / "chunks2.jsonl", _changed(rng, records, each)))
