@@ -164,13 +164,11 @@ def build_pipeline(
 
 def _compared_in_state(plan: ContinuationPlan, io: RunIO) -> str | None:
     """Where a run compares its results with PREV's as it keeps its state (see
-    `WriteStateShards`): PREV's state file when it continues from it, "" when PREV is empty
-    (a first night: every result is new); None when it compares them by a join."""
-    if plan.keeps is None or io.previous is None:
+    `WriteStateShards`): PREV's state file when it continues from it; None when it compares
+    them by a join, or has nothing to compare with (an empty PREV)."""
+    if plan.keeps is None or io.previous is None or plan.continues is None:
         return None
-    if plan.continues is not None:
-        return plan.continues.folder.queries
-    return "" if plan.first_night else None
+    return plan.continues.folder.queries
 
 
 class _WriteCopy(beam.PTransform[beam.PCollection[QueryResult], None]):
