@@ -98,6 +98,10 @@ MEANINGS = {
     "job.max-wall-time": "a job still running after this long (seconds, or `90m`, `2h`) is "
                          "cancelled, commits nothing and exits 3 (`run --max-wall-time`); off "
                          "when unset",
+    "job.keep-state": "whether a run with `--snapshot` keeps its state for the next night to "
+                      "continue from (`SNAPSHOT.state/`, see [Scheduled jobs](scheduled-jobs.md"
+                      "#continued-runs)); `false`: the run keeps none and continues from none "
+                      "(every query is answered in full, and the manifest says why)",
 }
 """What each key means: the one thing about a setting the model does not say."""
 

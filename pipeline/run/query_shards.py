@@ -18,7 +18,7 @@ import apache_beam as beam
 from apache_beam import pvalue
 
 from pipeline.io.query_ids import DIGEST_BYTES, usable_id
-from pipeline.run.repeated_ids import IdLine
+from pipeline.run.repeated_ids import IdLine, first_lines_of_repeated
 
 NO_ID = "no_id"
 """The tag of the line numbers of records that hold no usable id (the parse pass letters
@@ -53,16 +53,7 @@ class ShardIds(NamedTuple):
 
     def repeated(self) -> dict[str, int]:
         """Each id that more than one line holds, with its first line."""
-        first: dict[str, int] = {}
-        repeated: set[str] = set()
-        for query_id, line in zip(self.ids, self.lines, strict=True):
-            known = first.get(query_id)
-            if known is None:
-                first[query_id] = line
-            else:
-                repeated.add(query_id)
-                first[query_id] = min(known, line)
-        return {query_id: first[query_id] for query_id in repeated}
+        return first_lines_of_repeated(self.ids, self.lines)
 
 
 def no_ids() -> ShardIds:

@@ -61,16 +61,22 @@ class _RepeatedInBucket(beam.CombineFn):
         return ids, numbers
 
     def extract_output(self, seen: IdsSeen) -> list[IdLine]:
-        first: dict[str, int] = {}
-        repeated: set[str] = set()
-        for query_id, number in zip(*seen, strict=True):
-            known = first.get(query_id)
-            if known is None:
-                first[query_id] = number
-            else:
-                repeated.add(query_id)
-                first[query_id] = min(known, number)
-        return [(query_id, first[query_id]) for query_id in repeated]
+        return list(first_lines_of_repeated(*seen).items())
+
+
+def first_lines_of_repeated(ids: Iterable[str], lines: Iterable[int]) -> dict[str, int]:
+    """Each id that more than one line holds, with its first line (`ids[i]` is on
+    `lines[i]`)."""
+    first: dict[str, int] = {}
+    repeated: set[str] = set()
+    for query_id, number in zip(ids, lines, strict=True):
+        known = first.get(query_id)
+        if known is None:
+            first[query_id] = number
+        else:
+            repeated.add(query_id)
+            first[query_id] = min(known, number)
+    return {query_id: first[query_id] for query_id in repeated}
 
 
 class RepeatedQueryIds(beam.PTransform[beam.PCollection[InputRecord],
