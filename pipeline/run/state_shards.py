@@ -160,11 +160,6 @@ def states_of(table: pa.Table, lines: Sequence[int | None]) -> list[QueryState]:
     return states
 
 
-def query_state(row: dict[str, Any], line_number: int | None) -> QueryState:
-    """A state row (a dict) as the `QueryState` a continuation starts from."""
-    return states_of(pa.Table.from_pylist([row], schema=STATE_SCHEMA), [line_number])[0]
-
-
 class StateFile:
     """PREV's `queries.arrow`, read a shard at a time (plain reads: a memory map would make
     every shard read resident in this process)."""
@@ -180,11 +175,6 @@ class StateFile:
 
     def close(self) -> None:
         self._reader = None
-
-
-def shard_count_of(path: str) -> int:
-    with pa.OSFile(path) as source:
-        return pa.ipc.open_file(source).num_record_batches
 
 
 # -- writing --------------------------------------------------------------------------------
