@@ -40,6 +40,7 @@ from pipeline.run.query_shards import ShardIds
 from pipeline.run.state_shards import (
     STATE_SCHEMA,
     StateFile,
+    starting_at_zero,
     state_row,
     states_of,
     write_kept,
@@ -101,9 +102,8 @@ def touched(lists: pa.ListArray, entered: np.ndarray, removed: pa.Array, retriev
 
 
 def _has_ties(scores: pa.ListArray) -> np.ndarray:
-    offsets = np.asarray(scores.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
+    offsets = starting_at_zero(scores.offsets)
     values = scores.flatten().to_numpy(zero_copy_only=False)
-    offsets = offsets - offsets[0]
     same = np.flatnonzero(values[1:] == values[:-1]) + 1  # ties with the score before
     tied = np.zeros(len(offsets) - 1, dtype=bool)
     if len(same):
@@ -137,6 +137,7 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         self._batch_size, self._kept_dir, self._snapshot = batch_size, kept_dir, snapshot
         self._state: StateFile | None = None
         self._entered_vectors: np.ndarray | None = None
+        self._removed_array: pa.Array | None = None
 
     def setup(self) -> None:
         # a shard that still cannot open it continues its queries one by one, which
@@ -235,8 +236,9 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         entered = self._entered_matrix()
         if entered is None:
             return np.ones(kept.num_rows, dtype=bool)
-        removed = pa.array(sorted(self._removed), pa.string())
-        return touched(kept.column("lists").combine_chunks(), entered, removed,
+        if self._removed_array is None:
+            self._removed_array = pa.array(sorted(self._removed), pa.string())
+        return touched(kept.column("lists").combine_chunks(), entered, self._removed_array,
                        self._retrieve_k)
 
     def _entered_matrix(self) -> np.ndarray | None:

@@ -112,7 +112,8 @@ def query_of(query_id: str, text: str | None, filters: str | None,
     return query, text_vector
 
 
-def _starting_at_zero(offsets: pa.Array) -> np.ndarray:
+def starting_at_zero(offsets: pa.Array) -> np.ndarray:
+    """A list array's offsets from 0, whatever slice of a larger array it is."""
     values = np.asarray(offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
     return values - values[0] if len(values) else values
 
@@ -128,16 +129,16 @@ def states_of(table: pa.Table, lines: Sequence[int | None]) -> list[QueryState]:
     texts = table.column("text").to_pylist()
     filters = table.column("filters").to_pylist()
     lists = table.column("lists").chunk(0)
-    per_query = np.diff(_starting_at_zero(lists.offsets))
+    per_query = np.diff(starting_at_zero(lists.offsets))
     flat = lists.flatten()
     reasons = flat.field("reason").to_pylist()
     bounds = flat.field("bound").to_numpy(zero_copy_only=False).tolist()
     ids, scores, vectors = flat.field("ids"), flat.field("scores"), flat.field("vector")
-    id_values, id_at = ids.flatten().to_pylist(), _starting_at_zero(ids.offsets).tolist()
+    id_values, id_at = ids.flatten().to_pylist(), starting_at_zero(ids.offsets).tolist()
     score_values = scores.flatten().to_numpy(zero_copy_only=False)
-    score_at = _starting_at_zero(scores.offsets).tolist()
+    score_at = starting_at_zero(scores.offsets).tolist()
     vector_values = vectors.flatten().to_numpy(zero_copy_only=False).astype(np.float64)
-    vector_at = _starting_at_zero(vectors.offsets).tolist()
+    vector_at = starting_at_zero(vectors.offsets).tolist()
     exact = flat.field("exact").to_pylist() if flat.field("exact").null_count < len(flat) \
         else [None] * len(flat)
     states: list[QueryState] = []
