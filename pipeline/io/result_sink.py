@@ -5,7 +5,7 @@ it holds, and (files) how to read results back, so that eval, demo and tests use
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,14 +75,22 @@ class ResultFile(ResultSink):
     def write(self, results: beam.PCollection[QueryResult], errors: ErrorHandler,
               counted: bool = True, records: beam.PCollection[RawResult] | None = None,
               parts: ResultParts | None = None,
-              written: beam.PCollection[str] | None = None) -> None:
+              written: beam.PCollection[str] | None = None,
+              more: Sequence[beam.PCollection[QueryResult]] = ()) -> None:
         """As `ResultSink.write`; `records`, when given, are written too: results as a result
         file held them (read by `read_raw_transform`; a JSON line is copied as it is).
-        `written` are part files that other steps wrote with `parts` (see `parts()`)."""
+        `written` are part files that other steps wrote with `parts` (see `parts()`); `more`
+        are results of other steps, each written into parts of its own (a merge of them
+        with `results` would hold them all on the local runner)."""
         parts = parts or self.parts()
         encoded = guarded_step(results, self._ENCODE_LABEL,
                                _Encode(self._encode, counted), errors).main
         extra = [] if written is None else [written]
+        for n, others in enumerate(more):
+            extra.append(guarded_step(others, f"{self._ENCODE_LABEL}{n + 2}",
+                                      _Encode(self._encode, counted), errors).main
+                         | f"WriteResultParts{n + 2}" >> write_parts(parts.folder,
+                                                                     parts.format))
         if records is not None:
             copied = records | self._COPY_LABEL >> beam.Map(parts.element_of, self.location)
             extra.append(copied | "WriteCopiedParts" >> write_parts(parts.folder, parts.format))

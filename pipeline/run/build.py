@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.transforms.error_handling import CollectingErrorHandler, ErrorHandler
@@ -111,17 +112,23 @@ def build_pipeline(
     ).with_error_handler(errors)
     total = io.queries.count() if io.queries.counts_cheaply or sys.stderr.isatty() else None
     results = evidence.results | "Progress" >> LogProgress("queries answered", total)
+    # the moved queries' results stay apart from the others' up to each sink: a merge of the
+    # two would hold them all on the local runner
+    moved = () if evidence.moved is None else (evidence.moved,)
     kept = None
     if plan.keeps is not None and shards is not None:
         assert plan.shards is not None and parts is not None
         kept = shards | "KeepState" >> WriteStateShards(
-            plan.keeps.queries, parts, plan.shards, evidence.states, results,
+            plan.keeps.queries, parts, plan.shards, evidence.states, (results, *moved),
             evidence.unchanged, None if by_shard is None else by_shard[shard.KEPT],
             None if by_shard is None else by_shard[shard.STATES], compare_with)
     if io.snapshot is not None:
         results | "Snapshot" >> _WriteCopy(io.snapshot, errors, evidence.unchanged,
                                            snapshot_parts,
-                                           None if by_shard is None else by_shard[shard.WRITTEN])
+                                           None if by_shard is None else by_shard[shard.WRITTEN],
+                                           moved)
+    if moved and (kept is None or kept.changed is None):
+        results = (results, *moved) | "AllResults" >> beam.Flatten()
     if io.previous is not None:
         if kept is not None and kept.changed is not None and kept.gone is not None:
             # compared shard by shard with PREV's state, where the results were kept
@@ -173,17 +180,18 @@ def _compared_in_state(plan: ContinuationPlan, io: RunIO) -> str | None:
 
 class _WriteCopy(beam.PTransform[beam.PCollection[QueryResult], None]):
     """Every result into `sink` as well, uncounted (`--snapshot`), with the previous results
-    that stood (`records`, raw), if any, and the parts other steps wrote (`written`, with
-    `parts`)."""
+    that stood (`records`, raw), if any, the parts other steps wrote (`written`, with
+    `parts`) and `more` results of steps apart."""
 
     def __init__(self, sink: ResultFile, errors: ErrorHandler,
                  records: beam.PCollection[RawResult] | None = None,
                  parts: ResultParts | None = None,
-                 written: beam.PCollection[str] | None = None) -> None:
+                 written: beam.PCollection[str] | None = None,
+                 more: Sequence[beam.PCollection[QueryResult]] = ()) -> None:
         super().__init__()
         self._sink, self._errors, self._records = sink, errors, records
-        self._parts, self._written = parts, written
+        self._parts, self._written, self._more = parts, written, more
 
     def expand(self, results: beam.PCollection[QueryResult]) -> None:
         self._sink.write(results, self._errors, counted=False, records=self._records,
-                         parts=self._parts, written=self._written)
+                         parts=self._parts, written=self._written, more=self._more)

@@ -44,11 +44,16 @@ class EvidenceOutputs(NamedTuple):
     """With `continues`: the previous results that stand (not in `results`), raw."""
     previous: beam.PCollection[RawResult] | None = None
     """With `continues`: the previous results of the continued queries that did not stand."""
+    moved: beam.PCollection[QueryResult] | None = None
+    """With `continues.hits`: the results of the queries that moved there, answered by a
+    chain of their own and apart from `results` (a merge of the two would hold them all on
+    the local runner)."""
 
 
 class ContinueFrom(NamedTuple):
     """The queries continued from PREV's state, and the store's changes since (ids); `hits`
-    of queries continued elsewhere that moved, and their queries to `recall` in full."""
+    of queries continued elsewhere that moved (answered apart: `EvidenceOutputs.moved`), and
+    their queries to `recall` in full."""
 
     continued: beam.PCollection[Continuation]
     removed: frozenset[str]
@@ -121,24 +126,34 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
             max_sub_queries=rag.max_sub_queries,
             keeps_state=self._keeps_state).with_error_handler(handler)
         hits = recalled.hits
-        if continued is not None and self._continues is not None:
-            more = [continued.hits, *([self._continues.hits]
-                                      if self._continues.hits is not None else [])]
-            hits = (hits, *more) | "AllHits" >> beam.Flatten()
-        candidates = hits | "IdentityNormalize" >> IdentityNormalize().with_error_handler(
-            handler)
-        for step in candidate_chain(rag):
-            candidates = candidates | step.name >> CandidateStage(step).with_error_handler(
-                handler)
-        fetched = candidates | "FetchContent" >> FetchContent(
-            self._port_factory).with_error_handler(handler)
-        results = fetched.candidates | "Project" >> Project(
-            self._settings.projection).with_error_handler(handler)
-        dead_letters += [recalled.dead_letter, fetched.dead_letter]
+        if continued is not None:
+            hits = (hits, continued.hits) | "AllHits" >> beam.Flatten()
+        results, answer_dead = self._answered(hits, "")
+        dead_letters += [recalled.dead_letter, *answer_dead]
+        moved = None
+        if self._continues is not None and self._continues.hits is not None:
+            moved, moved_dead = self._answered(self._continues.hits, "Moved")
+            dead_letters += moved_dead
         states: tuple[beam.PCollection[QueryState], ...] = ()
         if self._keeps_state:
             states = (recalled[STATE], *([continued[STATE]] if continued is not None else []))
         return EvidenceOutputs(
             results, tuple(dead_letters) | "EvidenceDeadLetters" >> beam.Flatten(), states,
             None if continued is None else continued[UNCHANGED],
-            None if continued is None else continued[PREVIOUS])
+            None if continued is None else continued[PREVIOUS], moved)
+
+    def _answered(self, hits: beam.PCollection[QueryHits], prefix: str
+                  ) -> tuple[beam.PCollection[QueryResult], list[beam.PCollection[DeadLetter]]]:
+        """IdentityNormalize -> the candidate chain -> FetchContent -> Project, each step
+        labelled by its name after `prefix`."""
+        handler, rag = self._error_handler, self._settings.rag
+        candidates = hits | f"{prefix}IdentityNormalize" >> IdentityNormalize(
+            ).with_error_handler(handler)
+        for step in candidate_chain(rag):
+            candidates = candidates | f"{prefix}{step.name}" >> CandidateStage(
+                step).with_error_handler(handler)
+        fetched = candidates | f"{prefix}FetchContent" >> FetchContent(
+            self._port_factory).with_error_handler(handler)
+        results = fetched.candidates | f"{prefix}Project" >> Project(
+            self._settings.projection).with_error_handler(handler)
+        return results, [fetched.dead_letter]

@@ -177,7 +177,7 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
             if query_id not in tonight_ids:
                 counters.count(counters.PREVIOUS_GONE)
                 yield pvalue.TaggedOutput(GONE, query_id)
-        yield from self._standing(shard, previous.take(np.asarray(standing, np.int64)), lines)
+        yield from self._standing(shard, previous, np.asarray(standing, np.int64), lines)
 
     def _joined(self, previous: pa.Table, row: int, line: int
                 ) -> tuple[QueryState | None, RawResult]:
@@ -185,19 +185,23 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         state = states_of(values, [line])[0] if has_lists(values) else None
         return state, values.column("result")[0].as_py()
 
-    def _standing(self, shard: int, kept: pa.Table, lines: list[int]) -> Iterator[Any]:
-        counters.count(counters.QUERIES, kept.num_rows)
-        moved = self._touched(kept)
+    def _standing(self, shard: int, previous: pa.Table, standing: np.ndarray, lines: list[int]
+                  ) -> Iterator[Any]:
+        """The queries of PREV's rows `standing` (whose records did not change; `lines`: their
+        line numbers tonight): those the changes do not touch are copied, the others
+        continued."""
+        counters.count(counters.QUERIES, len(standing))
+        moved = self._touched(previous.column("lists").take(standing))
         stand = np.flatnonzero(~moved)
         counters.count(counters.QUERIES_CONTINUED, len(stand))
         counters.count(counters.CONTINUED_UNCHANGED, len(stand))
         counters.count(counters.EVIDENCE_UNCHANGED, len(stand))
-        stands = kept.take(stand)
+        stands = previous.take(standing[stand])
         results: list[RawResult] = stands.column("result").to_pylist()
         rows: list[dict[str, Any]] = []
         moved_states: list[dict[str, Any]] = []
         at = np.flatnonzero(moved)
-        touched_rows = kept.take(at)
+        touched_rows = previous.take(standing[at])
         digests = touched_rows.column("digest").to_pylist()
         previous = touched_rows.column("result").to_pylist()
         states = states_of(touched_rows, [lines[i] for i in at.tolist()])
@@ -232,14 +236,13 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
                 yield pvalue.TaggedOutput(STATES, write_states(self._kept_dir, shard,
                                                                moved_states))
 
-    def _touched(self, kept: pa.Table) -> np.ndarray:
+    def _touched(self, lists: pa.ChunkedArray) -> np.ndarray:
         entered = self._entered_matrix()
         if entered is None:
-            return np.ones(kept.num_rows, dtype=bool)
+            return np.ones(len(lists), dtype=bool)
         if self._removed_array is None:
             self._removed_array = pa.array(sorted(self._removed), pa.string())
-        return touched(kept.column("lists").combine_chunks(), entered, self._removed_array,
-                       self._retrieve_k)
+        return touched(lists.combine_chunks(), entered, self._removed_array, self._retrieve_k)
 
     def _entered_matrix(self) -> np.ndarray | None:
         """The entered chunks' vectors; None when the store cannot give them (every standing

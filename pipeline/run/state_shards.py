@@ -386,7 +386,7 @@ class StateWrites(NamedTuple):
 
 class WriteStateShards(beam.PTransform[beam.PCollection[tuple[int, ShardIds]], StateWrites]):
     """(shard, ShardIds) of every shard, with the run's `states`, its new `results` (from the
-    chain), the previous results `copied` as they stood, `kept` ((shard, file) of complete
+    chains, apart), the previous results `copied` as they stood, `kept` ((shard, file) of complete
     rows written by other steps) and `state_parts` (state parts written by other steps) ->
     the state file at `path`, whole once written. Each input is written as it comes (a merge
     of them would hold them all on the local runner).
@@ -398,7 +398,7 @@ class WriteStateShards(beam.PTransform[beam.PCollection[tuple[int, ShardIds]], S
 
     def __init__(self, path: str, parts_dir: str, shards: int,
                  states: Sequence[beam.PCollection[QueryState]],
-                 results: beam.PCollection[QueryResult],
+                 results: Sequence[beam.PCollection[QueryResult]],
                  copied: beam.PCollection[RawResult] | None = None,
                  kept: beam.PCollection[tuple[int, str]] | None = None,
                  state_parts: beam.PCollection[PartIndex] | None = None,
@@ -417,9 +417,10 @@ class WriteStateShards(beam.PTransform[beam.PCollection[tuple[int, ShardIds]], S
             for n, states in enumerate(self._states)]
         if self._state_parts is not None:
             state_parts.append(self._state_parts)
-        new_parts = write_shard_parts(
-            self._results | "ResultRows" >> beam.Map(result_row, count), "WriteResultParts",
-            self._dir)
+        new_parts = _all(pipeline, [
+            write_shard_parts(results | f"ResultRows{n or ''}" >> beam.Map(result_row, count),
+                              f"WriteResultParts{n or ''}", self._dir)
+            for n, results in enumerate(self._results)], "AllResultParts")
         copied_parts = [] if self._copied is None else [write_shard_parts(
             self._copied | "CopiedRows" >> beam.Map(result_row, count), "WriteCopiedParts",
             self._dir)]
