@@ -41,13 +41,13 @@ from pipeline.run.state_shards import (
     STATE_SCHEMA,
     StateFile,
     starting_at_zero,
-    state_row,
     states_of,
+    with_lists,
     write_kept,
     write_states,
 )
 from stages.continuation import PREVIOUS, RECALL, UNCHANGED, continue_each
-from stages.models import Continuation, EmbeddedQuery, QueryState, RawResult
+from stages.models import Continuation, EmbeddedQuery, QueryState, RawResult, RecalledList
 from stages.support import counters
 from stages.support.owning_dofn import OwningDoFn
 from stages.transforms.recall import STATE
@@ -198,41 +198,49 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         counters.count(counters.EVIDENCE_UNCHANGED, len(stand))
         stands = previous.take(standing[stand])
         results: list[RawResult] = stands.column("result").to_pylist()
-        rows: list[dict[str, Any]] = []
-        moved_states: list[dict[str, Any]] = []
         at = np.flatnonzero(moved)
         touched_rows = previous.take(standing[at])
-        digests = touched_rows.column("digest").to_pylist()
-        previous = touched_rows.column("result").to_pylist()
+        previous_results = touched_rows.column("result").to_pylist()
         states = states_of(touched_rows, [lines[i] for i in at.tolist()])
+        unchanged: list[int] = []
+        unchanged_lists: list[tuple[RecalledList, ...]] = []
+        moved_rows: list[int] = []
+        moved_lists: list[tuple[RecalledList, ...]] = []
         for start in range(0, len(states), self._batch_size):
             end = start + self._batch_size
             items = [Continuation(EmbeddedQuery(s.query, s.text_vector), s, p)  # type: ignore[arg-type]
-                     for s, p in zip(states[start:end], previous[start:end], strict=True)]
-            for item, digest, outcomes in zip(items, digests[start:end],
-                                              self._continued(items), strict=True):
+                     for s, p in zip(states[start:end], previous_results[start:end],
+                                     strict=True)]
+            for row, item, outcomes in zip(range(start, start + len(items)), items,
+                                           self._continued(items), strict=True):
                 tags = {o.tag: o.value for o in outcomes if isinstance(o, pvalue.TaggedOutput)}
-                row = state_row(tags[STATE], 1) if STATE in tags else None
-                if row is not None:
-                    row["shard"] = shard
                 if UNCHANGED in tags:
                     results.append(item.previous)
-                    if row is not None:
-                        rows.append({**row, "digest": digest, "result": item.previous})
+                    if STATE in tags:
+                        unchanged.append(row)
+                        unchanged_lists.append(tags[STATE].lists)
                     continue
-                if row is not None:
-                    moved_states.append(row)
+                if STATE in tags:
+                    moved_rows.append(row)
+                    moved_lists.append(tags[STATE].lists)
                 for outcome in outcomes:
                     if not isinstance(outcome, pvalue.TaggedOutput) or outcome.tag != STATE:
                         yield outcome
         if self._snapshot is not None and results:
             yield pvalue.TaggedOutput(WRITTEN, self._snapshot.write(results))
         if self._kept_dir is not None:
-            kept_rows = pa.concat_tables([stands, pa.Table.from_pylist(rows,
-                                                                       schema=STATE_SCHEMA)])
+            # the rows of the queries that stand: as PREV held them, or with their new lists
+            kept_rows = pa.concat_tables([stands, with_lists(
+                touched_rows.take(np.asarray(unchanged, np.int64)), unchanged_lists)])
             yield pvalue.TaggedOutput(KEPT, (shard, write_kept(self._kept_dir, shard,
                                                                kept_rows)))
-            if moved_states:
+            if moved_rows:
+                # their results join them per shard, once answered
+                moved_states = with_lists(touched_rows.take(np.asarray(moved_rows, np.int64)),
+                                          moved_lists)
+                moved_states = moved_states.set_column(
+                    STATE_SCHEMA.get_field_index("result"), STATE_SCHEMA.field("result"),
+                    pa.nulls(moved_states.num_rows, pa.binary()))
                 yield pvalue.TaggedOutput(STATES, write_states(self._kept_dir, shard,
                                                                moved_states))
 

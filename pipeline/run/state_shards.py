@@ -112,6 +112,28 @@ def query_of(query_id: str, text: str | None, filters: str | None,
     return query, text_vector
 
 
+def with_lists(rows: pa.Table, lists: Sequence[Sequence[RecalledList]]) -> pa.Table:
+    """State rows with their kept lists replaced by `lists` (row by row, the same sub-queries
+    in the same order, as a continuation keeps them): each sub-query's vector is kept as the
+    row holds it, not rebuilt from the query."""
+    old = rows.column("lists").combine_chunks()
+    per_row = np.diff(starting_at_zero(old.offsets))
+    if per_row.tolist() != [len(kept) for kept in lists]:
+        raise ValueError("with_lists: each row needs one list per sub-query it holds")
+    vector, exact = (old.flatten().flatten()[LIST_TYPE.get_field_index(name)]
+                     for name in ("vector", "exact"))
+    flat = [kept for row in lists for kept in row]
+    fields = [pa.array([k.reason for k in flat], pa.string()), vector, exact,
+              pa.array([k.ids for k in flat], pa.list_(pa.string())),
+              pa.array([k.scores for k in flat], pa.list_(pa.float64())),
+              pa.array([k.bound for k in flat], pa.float64())]
+    offsets = pa.array(np.concatenate([[0], np.cumsum(per_row)]).astype(np.int32))
+    column = pa.ListArray.from_arrays(offsets, pa.StructArray.from_arrays(
+        fields, fields=list(LIST_TYPE)), type=STATE_SCHEMA.field("lists").type)
+    return rows.set_column(STATE_SCHEMA.get_field_index("lists"), STATE_SCHEMA.field("lists"),
+                           column)
+
+
 def starting_at_zero(offsets: pa.Array) -> np.ndarray:
     """A list array's offsets from 0, whatever slice of a larger array it is."""
     values = np.asarray(offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -335,12 +357,13 @@ def _lines_of(batches: list[pa.RecordBatch]) -> dict[str, bytes]:
                     strict=True))
 
 
-def write_states(parts_dir: str, shard: int, rows: list[dict[str, Any]]) -> PartIndex:
-    """Writes one shard's state rows (without results) as a part of their own."""
+def write_states(parts_dir: str, shard: int, rows: pa.Table) -> PartIndex:
+    """Writes one shard's state rows (their results join them later) as a part of their
+    own."""
     Path(parts_dir).mkdir(parents=True, exist_ok=True)
     path = os.path.join(parts_dir, f"part-{uuid.uuid4().hex}")
     with pa.ipc.new_file(path, STATE_SCHEMA) as writer:
-        writer.write_table(_table(rows))
+        writer.write_table(rows)
     return path, np.asarray([shard], dtype=np.int32).tobytes()
 
 

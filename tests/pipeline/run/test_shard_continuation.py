@@ -16,7 +16,8 @@ from core.vectors import unit_rows
 from pipeline.io.query_ids import line_digest
 from pipeline.run.query_shards import ShardIds, shard_count, shard_of
 from pipeline.run.shard_continuation import touched
-from pipeline.run.state_shards import LIST_TYPE, STATE_SCHEMA, compacted
+from pipeline.run.state_shards import LIST_TYPE, STATE_SCHEMA, compacted, state_row, with_lists
+from stages.models import Query, QueryState, RecalledList
 
 DIM = 16
 
@@ -130,3 +131,32 @@ def test_a_query_with_two_kept_chunks_of_the_same_score_is_touched() -> None:
     lists = _lists([[kept], [untied], across])
     moved = touched(lists, np.empty((0, DIM), np.float32), pa.array([], pa.string()), 1)
     assert moved.tolist() == [True, False, False]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=5), st.integers(0, 2**16))
+def test_new_lists_keep_each_sub_query_vector_as_the_row_holds_it(per_query: list[int],
+                                                                  seed: int) -> None:
+    """A continued query's new row is its old row with the new lists: the same as the row a
+    run builds from the query (`state_row`), vectors (float64 ones too) kept exactly."""
+    rng = np.random.default_rng(seed)
+    states, new_lists = [], []
+    for n, subs in enumerate(per_query):
+        vectors = [tuple(rng.normal(size=DIM).tolist()) for _ in range(subs)]
+        if subs == 1:
+            query = Query(id=f"q{n}", vector=vectors[0])
+            reasons = ["knn:vector"]
+        else:
+            query = Query(id=f"q{n}", vectors=vectors)
+            reasons = [f"knn:vectors[{i}]" for i in range(subs)]
+        old = tuple(RecalledList(r, ("a", "b"), (0.9, 0.8), 0.5) for r in reasons)
+        new = tuple(RecalledList(r, ("c", f"d{n}", "e"), (0.95, 0.9, 0.85), 0.7)
+                    for r in reasons)
+        states.append(QueryState(query.id, "fp", None, old, query))
+        new_lists.append(new)
+    rows = pa.Table.from_pylist([{**state_row(s, 4), "digest": b"d", "result": b"r"}
+                                 for s in states], schema=STATE_SCHEMA)
+    expected = pa.Table.from_pylist(
+        [{**state_row(s._replace(lists=new), 4), "digest": b"d", "result": b"r"}
+         for s, new in zip(states, new_lists, strict=True)], schema=STATE_SCHEMA)
+    assert with_lists(rows, new_lists).equals(expected)
