@@ -322,7 +322,7 @@ class _CompactShard(beam.DoFn):
         kept_path = next((path for k, path in kept if k == shard), None)
         kept_table = None
         if kept_path is not None:
-            with pa.OSFile(kept_path) as source:
+            with pa.memory_map(kept_path) as source:
                 kept_table = pa.ipc.open_file(source).read_all()
         new = _rows_of_shard(new_parts, shard)
         copied = _rows_of_shard(copied_parts, shard)
@@ -330,7 +330,8 @@ class _CompactShard(beam.DoFn):
                           new + copied)
         path = os.path.join(self._dir, f"shard-{shard:06d}-{uuid.uuid4().hex}")
         with pa.ipc.new_file(path, STATE_SCHEMA) as writer:
-            writer.write_table(table)
+            # one batch: the merge copies it into the state file as it is
+            writer.write_table(table.combine_chunks())
         yield beam.pvalue.TaggedOutput(COMPACTED, (shard, path))
         if self._compare_with is None:
             return
@@ -386,8 +387,12 @@ def _merge_shards(_impulse: bytes, compacted_parts: list[tuple[int, str]], path:
     staged = os.path.join(parts_dir, "merged")
     with pa.ipc.new_file(staged, STATE_SCHEMA) as writer:
         for shard in range(shards):
-            with pa.OSFile(by_shard[shard]) as source:
-                table = pa.ipc.open_file(source).read_all().combine_chunks()
+            with pa.memory_map(by_shard[shard]) as source:
+                reader = pa.ipc.open_file(source)
+                if reader.num_record_batches == 1:
+                    writer.write_batch(reader.get_batch(0))
+                    continue
+                table = reader.read_all().combine_chunks()
             batches = table.to_batches() or [pa.RecordBatch.from_pylist([], STATE_SCHEMA)]
             writer.write_batch(batches[0])
     os.replace(staged, path)
