@@ -178,9 +178,20 @@ class ContinuablePort(ColumnPort, Protocol):
     ids, scores and order a search of the whole store gives those chunks. `vectors_of(ids)`
     gives the unit float32 vectors of the chunks `ids` names that the store holds, one row
     each in the order named, as `search_among` scores them before it scores exactly.
+    `scores_of(vectors, ids)` gives, for each unit query vector (`core.vectors.unit_rows`),
+    the exact scores of the chunks `ids[i]` names, in the order named, as `search_among`
+    scores them; `hits_of(ids, scores)` gives the hits of named chunks with the scores given
+    (identities and references as `search_among` gives them). Both raise
+    `KnowledgeSearchError` for an id the store does not hold.
     """
 
     def vectors_of(self, ids: Sequence[str]) -> np.ndarray: ...
+
+    def scores_of(self, vectors: np.ndarray, ids: Sequence[Sequence[str]]
+                  ) -> list[np.ndarray]: ...
+
+    def hits_of(self, ids: Sequence[Sequence[str]], scores: Sequence[Sequence[float]]
+                ) -> list[ChunkHits]: ...
 
     def search_among(self, requests: Sequence[SearchRequest], among: Sequence[Sequence[str]],
                      above: Sequence[float], shared: Sequence[str] = ()

@@ -12,6 +12,7 @@ from connectors.embedded.metadata_filter import FilterIndex
 from connectors.embedded.top_k import NO_ROWS, top_rows
 from connectors.embedded.vector_search import (
     SCORE_TOLERANCE,
+    cosines,
     exact_neighbours,
     subset_neighbours,
 )
@@ -120,6 +121,13 @@ class RowSearch:
             keep = reported > above[i]
             outcomes[i] = top[keep], reported[keep]
         return outcomes
+
+    def scores_of(self, queries: np.ndarray, rows: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Each unit query's exact scores (reported scale) of its `rows`, as `search_among`
+        scores them."""
+        vectors = self._rows_view()
+        return [_reported(cosines(vectors, query, named))
+                for query, named in zip(queries, rows, strict=True)]
 
     def _rows_view(self) -> np.ndarray:
         """The vectors as a plain array (a memory map's indexing costs more per call)."""

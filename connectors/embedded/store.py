@@ -172,6 +172,30 @@ class EmbeddedStore:
             raise KnowledgeSearchError("the embedded store was closed; open it again to search")
         return self._rows.vectors_of(self._rows_of(ids))
 
+    def scores_of(self, vectors: np.ndarray, ids: Sequence[Sequence[str]]
+                  ) -> list[np.ndarray]:
+        """See `ContinuablePort`."""
+        if self._closed:
+            raise KnowledgeSearchError("the embedded store was closed; open it again to search")
+        return self._rows.scores_of(vectors, [self._held_rows(named) for named in ids])
+
+    def hits_of(self, ids: Sequence[Sequence[str]], scores: Sequence[Sequence[float]]
+                ) -> list[ChunkHits]:
+        """See `ContinuablePort`."""
+        if self._closed:
+            raise KnowledgeSearchError("the embedded store was closed; open it again to search")
+        rows = [self._held_rows(named) for named in ids]
+        found = self._as_chunks([(r, np.asarray(s, dtype=np.float64))
+                                 for r, s in zip(rows, scores, strict=True)])
+        return [hits for hits in found if isinstance(hits, ChunkHits)]
+
+    def _held_rows(self, ids: Sequence[str]) -> np.ndarray:
+        rows = self._rows_of(ids)
+        if len(rows) != len(ids):
+            missing = next(i for i in ids if i not in self._rows_by_id())
+            raise KnowledgeSearchError(f"the store holds no chunk {missing!r}")
+        return rows
+
     def _rows_of(self, ids: Sequence[str]) -> np.ndarray:
         get = self._rows_by_id().get
         return np.asarray([row for i in ids if (row := get(i)) is not None], dtype=np.int64)

@@ -36,6 +36,7 @@ from connectors.search_port import ContinuablePort, KnowledgeSearchPort, PortFac
 from core.errors import KnowledgeSearchError
 from core.vectors import unit_rows
 from pipeline.io.result_sink import ResultParts
+from pipeline.run.continued_lists import Continued, continue_lists
 from pipeline.run.query_shards import ShardIds
 from pipeline.run.state_shards import (
     STATE_SCHEMA,
@@ -201,18 +202,36 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         at = np.flatnonzero(moved)
         touched_rows = previous.take(standing[at])
         previous_results = touched_rows.column("result").to_pylist()
-        states = states_of(touched_rows, [lines[i] for i in at.tolist()])
         unchanged: list[int] = []
         unchanged_lists: list[tuple[RecalledList, ...]] = []
         moved_rows: list[int] = []
         moved_lists: list[tuple[RecalledList, ...]] = []
+        pending: list[int] = []
+        for row, outcome in enumerate(self._continued_columns(touched_rows)):
+            if outcome is None:
+                pending.append(row)
+                continue
+            counters.count(counters.QUERIES_CONTINUED)
+            if outcome.moved is None:
+                counters.count(counters.CONTINUED_UNCHANGED)
+                counters.count(counters.EVIDENCE_UNCHANGED)
+                results.append(previous_results[row])
+                unchanged.append(row)
+                unchanged_lists.append(outcome.lists)
+                continue
+            counters.count(counters.CANDIDATES, len(outcome.moved.reasons))
+            yield outcome.moved
+            yield pvalue.TaggedOutput(PREVIOUS, previous_results[row])
+            moved_rows.append(row)
+            moved_lists.append(outcome.lists)
+        states = states_of(touched_rows.take(np.asarray(pending, np.int64)),
+                           [lines[at[row]] for row in pending])
         for start in range(0, len(states), self._batch_size):
-            end = start + self._batch_size
-            items = [Continuation(EmbeddedQuery(s.query, s.text_vector), s, p)  # type: ignore[arg-type]
-                     for s, p in zip(states[start:end], previous_results[start:end],
-                                     strict=True)]
-            for row, item, outcomes in zip(range(start, start + len(items)), items,
-                                           self._continued(items), strict=True):
+            batch = pending[start:start + self._batch_size]
+            items = [Continuation(EmbeddedQuery(s.query, s.text_vector), s,  # type: ignore[arg-type]
+                                  previous_results[row])
+                     for s, row in zip(states[start:start + len(batch)], batch, strict=True)]
+            for row, item, outcomes in zip(batch, items, self._continued(items), strict=True):
                 tags = {o.tag: o.value for o in outcomes if isinstance(o, pvalue.TaggedOutput)}
                 if UNCHANGED in tags:
                     results.append(item.previous)
@@ -243,6 +262,31 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
                     pa.nulls(moved_states.num_rows, pa.binary()))
                 yield pvalue.TaggedOutput(STATES, write_states(self._kept_dir, shard,
                                                                moved_states))
+
+    def _continued_columns(self, rows: pa.Table) -> list[Continued | None]:
+        """`continued_lists` of the touched rows, or every query pending where the store
+        cannot answer it (continued one by one, which says why)."""
+        entered = self._entered_matrix()
+        port: Any = self._port_or_none()
+        if (entered is None or port is None or not can(port, "scores_of")
+                or not can(port, "hits_of") or not rows.num_rows):
+            return [None] * rows.num_rows
+        assert self._removed_array is not None  # made with the touched test
+        try:
+            return continue_lists(rows.column("query_id").to_pylist(),
+                                  rows.column("lists").combine_chunks(),
+                                  [f not in (None, "{}") for f in
+                                   rows.column("filters").to_pylist()],
+                                  self._entered, entered, self._removed_array,
+                                  self._retrieve_k, port)
+        except KnowledgeSearchError:
+            return [None] * rows.num_rows
+
+    def _port_or_none(self) -> KnowledgeSearchPort | None:
+        try:
+            return self.owned()
+        except KnowledgeSearchError:
+            return None
 
     def _touched(self, lists: pa.ChunkedArray) -> np.ndarray:
         entered = self._entered_matrix()
