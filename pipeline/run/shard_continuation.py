@@ -40,6 +40,7 @@ from pipeline.run.continued_lists import Continued, continue_lists
 from pipeline.run.query_shards import ShardIds
 from pipeline.run.state_shards import (
     STATE_SCHEMA,
+    KeptRows,
     StateFile,
     starting_at_zero,
     states_of,
@@ -60,8 +61,7 @@ JOIN = "join"
 WRITTEN = "written"
 """The tag of the snapshot's parts written here (`str`): the results that stand."""
 KEPT = "kept"
-"""The tag of (shard, file) of the complete state rows written here (the queries that
-stand)."""
+"""The tag of the rows of the queries that stand, per shard (`state_shards.KeptRows`)."""
 STATES = "states"
 """The tag of the state parts written here (see `state_shards.PartIndex`): the new states of
 the queries that moved, whose results join them later."""
@@ -197,8 +197,7 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         counters.count(counters.QUERIES_CONTINUED, len(stand))
         counters.count(counters.CONTINUED_UNCHANGED, len(stand))
         counters.count(counters.EVIDENCE_UNCHANGED, len(stand))
-        stands = previous.take(standing[stand])
-        results: list[RawResult] = stands.column("result").to_pylist()
+        results: list[RawResult] = previous.column("result").take(standing[stand]).to_pylist()
         at = np.flatnonzero(moved)
         touched_rows = previous.take(standing[at])
         previous_results = touched_rows.column("result").to_pylist()
@@ -249,10 +248,12 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
             yield pvalue.TaggedOutput(WRITTEN, self._snapshot.write(results))
         if self._kept_dir is not None:
             # the rows of the queries that stand: as PREV held them, or with their new lists
-            kept_rows = pa.concat_tables([stands, with_lists(
-                touched_rows.take(np.asarray(unchanged, np.int64)), unchanged_lists)])
-            yield pvalue.TaggedOutput(KEPT, (shard, write_kept(self._kept_dir, shard,
-                                                               kept_rows)))
+            # the rows that stand: PREV's, by row number, and those continued with new lists
+            continued = with_lists(touched_rows.take(np.asarray(unchanged, np.int64)),
+                                   unchanged_lists)
+            yield pvalue.TaggedOutput(KEPT, KeptRows(
+                shard, standing[stand].astype(np.int64).tobytes(),
+                write_kept(self._kept_dir, shard, continued) if continued.num_rows else ""))
             if moved_rows:
                 # their results join them per shard, once answered
                 moved_states = with_lists(touched_rows.take(np.asarray(moved_rows, np.int64)),

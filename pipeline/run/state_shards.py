@@ -206,6 +206,24 @@ PartIndex = tuple[str, bytes]
 """A part file and the shard of each of its batches (int32s)."""
 
 
+class KeptRows(NamedTuple):
+    """A shard's rows that stand: PREV's rows `rows` (int64 row numbers of PREV's batch of
+    the shard, as bytes) and the complete rows of the file `path` ("": none)."""
+
+    shard: int
+    rows: bytes
+    path: str
+
+
+class ShardRows(NamedTuple):
+    """A shard of the new state, compacted: PREV's rows `rows` (as `KeptRows.rows`) and the
+    rows of the files `paths`, in order."""
+
+    shard: int
+    rows: bytes
+    paths: tuple[str, ...]
+
+
 def _table(rows: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=STATE_SCHEMA)
 
@@ -269,10 +287,10 @@ def _rows_of_shard(parts: Sequence[PartIndex], shard: int) -> list[pa.RecordBatc
     return batches
 
 
-def compacted(shard: int, ids: ShardIds, kept: pa.Table | None, states: list[pa.RecordBatch],
+def compacted(shard: int, ids: ShardIds, kept: set[str], states: list[pa.RecordBatch],
               results: list[pa.RecordBatch]) -> pa.Table:
-    """Shard `shard`'s rows of the new state: the rows kept as PREV held them (`kept`), and a
-    row for each other query with a result: its state (none for a repeated id) with its
+    """Shard `shard`'s new rows of the new state, beside those that stand (`kept`, by id): a
+    row for each other query with a result, its state (none for a repeated id) with its
     record's digest."""
     repeated = ids.repeated()
     digest = {query_id: ids.digest(at) for at, query_id in enumerate(ids.ids)
@@ -280,7 +298,7 @@ def compacted(shard: int, ids: ShardIds, kept: pa.Table | None, states: list[pa.
     result_table = pa.Table.from_batches(results, STATE_SCHEMA)
     result_of = dict(zip(result_table.column("query_id").to_pylist(),
                          result_table.column("result").to_pylist(), strict=True))
-    done = set() if kept is None else set(kept.column("query_id").to_pylist())
+    done = set(kept)
     state_table = pa.Table.from_batches(states, STATE_SCHEMA)
     taken: list[int] = []
     for at, query_id in enumerate(state_table.column("query_id").to_pylist()):
@@ -297,19 +315,20 @@ def compacted(shard: int, ids: ShardIds, kept: pa.Table | None, states: list[pa.
         pa.array([result_of[q] for q in taken_ids], pa.binary()))
     only_results = _table([{"shard": shard, "query_id": q, "result": line}
                            for q, line in result_of.items() if q not in done])
-    return pa.concat_tables([t for t in (kept, with_state, only_results) if t is not None])
+    return pa.concat_tables([with_state, only_results])
 
 
 COMPACTED = "compacted"
-"""The tag of (shard, file) of each shard's compacted rows."""
+"""The tag of each shard's `ShardRows`."""
 GONE = "gone"
 """The tag of the ids of tonight's queries that have a previous result and no new one."""
 
 
 class _CompactShard(beam.DoFn):
-    """(shard, ShardIds) -> (shard, file) of its rows of the new state (tag `COMPACTED`);
-    with `compare_with`, also the run's new results that differ from those of PREV's state
-    file (main; "" for an empty PREV: every result is new), counted."""
+    """(shard, ShardIds) -> `ShardRows` of its new state (tag `COMPACTED`): the rows that stand
+    and a file of the others; with `compare_with`, also the run's new results that differ
+    from those of PREV's state file (main; "" for an empty PREV: every result is new),
+    counted. PREV's rows that stand are only named here: the merge copies them once."""
 
     def __init__(self, parts_dir: str, compare_with: str | None) -> None:
         self._dir, self._compare_with = parts_dir, compare_with
@@ -317,39 +336,48 @@ class _CompactShard(beam.DoFn):
 
     def process(self, element: tuple[int, ShardIds], state_parts: list[PartIndex],
                 new_parts: list[PartIndex], copied_parts: list[PartIndex],
-                kept: list[tuple[int, str]]) -> Iterator[Any]:
+                kept: list[KeptRows]) -> Iterator[Any]:
         shard, ids = element
-        kept_path = next((path for k, path in kept if k == shard), None)
-        kept_table = None
-        if kept_path is not None:
-            with pa.memory_map(kept_path) as source:
-                kept_table = pa.ipc.open_file(source).read_all()
+        standing = next((k for k in kept if k.shard == shard), KeptRows(shard, b"", ""))
+        kept_ids: set[str] = set()
+        if standing.rows:
+            kept_ids.update(self._previous_batch(shard).column("query_id").take(
+                np.frombuffer(standing.rows, dtype=np.int64)).to_pylist())
+        if standing.path:
+            with pa.memory_map(standing.path) as source:
+                kept_ids.update(pa.ipc.open_file(source).read_all().column(
+                    "query_id").to_pylist())
         new = _rows_of_shard(new_parts, shard)
         copied = _rows_of_shard(copied_parts, shard)
-        table = compacted(shard, ids, kept_table, _rows_of_shard(state_parts, shard),
+        table = compacted(shard, ids, kept_ids, _rows_of_shard(state_parts, shard),
                           new + copied)
-        path = os.path.join(self._dir, f"shard-{shard:06d}-{uuid.uuid4().hex}")
-        with pa.ipc.new_file(path, STATE_SCHEMA) as writer:
-            # one batch: the merge copies it into the state file as it is
-            writer.write_table(table.combine_chunks())
-        yield beam.pvalue.TaggedOutput(COMPACTED, (shard, path))
+        paths = tuple(p for p in (standing.path,) if p)
+        if table.num_rows:
+            path = os.path.join(self._dir, f"shard-{shard:06d}-{uuid.uuid4().hex}")
+            with pa.ipc.new_file(path, STATE_SCHEMA) as writer:
+                writer.write_table(table)
+            paths += (path,)
+        yield beam.pvalue.TaggedOutput(COMPACTED, ShardRows(shard, standing.rows, paths))
         if self._compare_with is None:
             return
         previous, new_lines = self._previous_lines(shard), _lines_of(new)
         yield from changed_results(new_lines, previous)
-        answered = set(new_lines) | set(_lines_of(copied)) | (
-            set() if kept_table is None else set(kept_table.column("query_id").to_pylist()))
+        answered = set(new_lines) | set(_lines_of(copied)) | kept_ids
         for query_id in set(ids.ids) - answered:
             if query_id in previous:  # its query is a dead letter tonight
                 counters.count(counters.PREVIOUS_GONE)
                 yield beam.pvalue.TaggedOutput(GONE, query_id)
 
+    def _previous_batch(self, shard: int) -> pa.RecordBatch:
+        if self._previous is None:
+            assert self._compare_with, "rows that stand name PREV's state"
+            self._previous = StateFile(self._compare_with)
+        return self._previous.shard(shard)
+
     def _previous_lines(self, shard: int) -> dict[str, bytes]:
         if not self._compare_with:
             return {}
-        if self._previous is None:
-            self._previous = StateFile(self._compare_with)
-        return _lines_of([self._previous.shard(shard)])
+        return _lines_of([self._previous_batch(shard)])
 
 
 def _lines_of(batches: list[pa.RecordBatch]) -> dict[str, bytes]:
@@ -377,22 +405,27 @@ def write_kept(parts_dir: str, shard: int, kept: pa.Table) -> str:
     return path
 
 
-def _merge_shards(_impulse: bytes, compacted_parts: list[tuple[int, str]], path: str,
-                  parts_dir: str, shards: int) -> str:
-    """Writes every shard, in order, as one batch of the state file (renamed into place), and
-    removes the parts."""
-    by_shard = dict(compacted_parts)
+def _merge_shards(_impulse: bytes, compacted_parts: list[ShardRows], path: str,
+                  parts_dir: str, shards: int, previous: str | None) -> str:
+    """Writes every shard, in order, as one batch of the state file (renamed into place): the
+    rows of PREV's state (`previous`) that stand, then its files' rows; removes the parts."""
+    by_shard = {part.shard: part for part in compacted_parts}
     if sorted(by_shard) != list(range(shards)):
         raise RuntimeError(f"the state's shards are incomplete: {len(by_shard)} of {shards}")
+    state = None if previous is None else StateFile(previous)
     staged = os.path.join(parts_dir, "merged")
     with pa.ipc.new_file(staged, STATE_SCHEMA) as writer:
         for shard in range(shards):
-            with pa.memory_map(by_shard[shard]) as source:
-                reader = pa.ipc.open_file(source)
-                if reader.num_record_batches == 1:
-                    writer.write_batch(reader.get_batch(0))
-                    continue
-                table = reader.read_all().combine_chunks()
+            part = by_shard[shard]
+            pieces = []
+            if part.rows:
+                assert state is not None, "rows that stand name PREV's state"
+                pieces.append(pa.Table.from_batches([state.shard(shard)]).take(
+                    np.frombuffer(part.rows, dtype=np.int64)))
+            for file in part.paths:
+                with pa.memory_map(file) as source:
+                    pieces.append(pa.ipc.open_file(source).read_all())
+            table = pa.concat_tables(pieces).combine_chunks() if pieces else _table([])
             batches = table.to_batches() or [pa.RecordBatch.from_pylist([], STATE_SCHEMA)]
             writer.write_batch(batches[0])
     os.replace(staged, path)
@@ -428,7 +461,7 @@ class WriteStateShards(beam.PTransform[beam.PCollection[tuple[int, ShardIds]], S
                  states: Sequence[beam.PCollection[QueryState]],
                  results: Sequence[beam.PCollection[QueryResult]],
                  copied: beam.PCollection[RawResult] | None = None,
-                 kept: beam.PCollection[tuple[int, str]] | None = None,
+                 kept: beam.PCollection[KeptRows] | None = None,
                  state_parts: beam.PCollection[PartIndex] | None = None,
                  compare_with: str | None = None) -> None:
         super().__init__()
@@ -464,7 +497,8 @@ class WriteStateShards(beam.PTransform[beam.PCollection[tuple[int, ShardIds]], S
                    | "OnceCompacted" >> beam.Impulse()
                    | "MergeShards" >> beam.Map(_merge_shards,
                                                beam.pvalue.AsList(compacted_parts[COMPACTED]),
-                                               self._path, self._dir, count))
+                                               self._path, self._dir, count,
+                                               self._compare_with or None))
         if self._compare_with is None:
             return StateWrites(written)
         return StateWrites(written, compacted_parts.changed, compacted_parts[GONE])
