@@ -184,17 +184,17 @@ class EmbeddedStore:
         """See `ContinuablePort`."""
         if self._closed:
             raise KnowledgeSearchError("the embedded store was closed; open it again to search")
-        rows = [self._held_rows(named) for named in ids]
-        found = self._as_chunks([(r, np.asarray(s, dtype=np.float64))
-                                 for r, s in zip(rows, scores, strict=True)])
+        every = self._held_rows([i for named in ids for i in named])
+        ends = np.cumsum([len(named) for named in ids])
+        found = self._as_chunks([(r, np.asarray(s, dtype=np.float64)) for r, s in zip(
+            np.split(every, ends[:-1]), scores, strict=True)])
         return [hits for hits in found if isinstance(hits, ChunkHits)]
 
     def _held_rows(self, ids: Sequence[str]) -> np.ndarray:
-        rows = self._rows_of(ids)
-        if len(rows) != len(ids):
-            missing = next(i for i in ids if i not in self._rows_by_id())
-            raise KnowledgeSearchError(f"the store holds no chunk {missing!r}")
-        return rows
+        rows = list(map(self._rows_by_id().get, ids))
+        if None in rows:
+            raise KnowledgeSearchError(f"the store holds no chunk {ids[rows.index(None)]!r}")
+        return np.asarray(rows, dtype=np.int64)
 
     def _rows_of(self, ids: Sequence[str]) -> np.ndarray:
         get = self._rows_by_id().get

@@ -34,7 +34,6 @@ from apache_beam import pvalue
 from connectors.embedded.vector_search import SCORE_TOLERANCE
 from connectors.search_port import ContinuablePort, KnowledgeSearchPort, PortFactory, can
 from core.errors import KnowledgeSearchError
-from core.vectors import unit_rows
 from pipeline.io.result_sink import ResultParts
 from pipeline.run.continued_lists import Continued, continue_lists
 from pipeline.run.query_shards import ShardIds
@@ -119,10 +118,21 @@ def _may_gain(vectors: pa.ListArray, bounds: np.ndarray, entered: np.ndarray) ->
     if vectors.null_count or not len(lengths) or np.any(lengths != entered.shape[1]):
         return np.ones(len(bounds), dtype=bool)  # continued one by one, which says why
     values = vectors.flatten().to_numpy(zero_copy_only=False).reshape(len(lengths), -1)
-    unit, usable = unit_rows(values)
+    unit, usable = _rough_unit_rows(values)
     rough = (unit @ entered.T).max(axis=1)
     floor = 2.0 * bounds - 1.0 - SCORE_TOLERANCE
     return (rough > floor) | ~usable
+
+
+def _rough_unit_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`unit_rows` in float32 (each row scaled by its largest component first, so that none
+    overflows or underflows): a rough score's direction, within `SCORE_TOLERANCE` of the
+    exact one."""
+    scale = np.max(np.abs(values), axis=1)
+    usable = np.isfinite(scale) & (scale > 0)
+    scaled = values / np.where(usable, scale, 1.0).astype(values.dtype)[:, None]
+    norms = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
+    return scaled / np.where(usable, norms, 1.0).astype(values.dtype)[:, None], usable
 
 
 class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -360,11 +360,12 @@ class _CompactShard(beam.DoFn):
         yield beam.pvalue.TaggedOutput(COMPACTED, ShardRows(shard, standing.rows, paths))
         if self._compare_with is None:
             return
-        previous, new_lines = self._previous_lines(shard), _lines_of(new)
+        new_lines = _lines_of(new)
+        previous_ids, previous = self._previous_lines(shard, new_lines)
         yield from changed_results(new_lines, previous)
         answered = set(new_lines) | set(_lines_of(copied)) | kept_ids
         for query_id in set(ids.ids) - answered:
-            if query_id in previous:  # its query is a dead letter tonight
+            if query_id in previous_ids:  # its query is a dead letter tonight
                 counters.count(counters.PREVIOUS_GONE)
                 yield beam.pvalue.TaggedOutput(GONE, query_id)
 
@@ -374,10 +375,17 @@ class _CompactShard(beam.DoFn):
             self._previous = StateFile(self._compare_with)
         return self._previous.shard(shard)
 
-    def _previous_lines(self, shard: int) -> dict[str, bytes]:
+    def _previous_lines(self, shard: int, wanted: Mapping[str, bytes]
+                        ) -> tuple[set[str], dict[str, bytes]]:
+        """PREV's ids of the shard, and its result lines of the `wanted` ids."""
         if not self._compare_with:
-            return {}
-        return _lines_of([self._previous_batch(shard)])
+            return set(), {}
+        batch = self._previous_batch(shard)
+        ids = batch.column(STATE_SCHEMA.get_field_index("query_id")).to_pylist()
+        rows = [at for at, query_id in enumerate(ids) if query_id in wanted]
+        lines = batch.column(STATE_SCHEMA.get_field_index("result")).take(
+            pa.array(rows, pa.int64())).to_pylist()
+        return set(ids), dict(zip([ids[at] for at in rows], lines, strict=True))
 
 
 def _lines_of(batches: list[pa.RecordBatch]) -> dict[str, bytes]:
