@@ -184,6 +184,8 @@ class EmbeddedStore:
         """See `ContinuablePort`."""
         if self._closed:
             raise KnowledgeSearchError("the embedded store was closed; open it again to search")
+        if not ids:
+            return []
         every = self._held_rows([i for named in ids for i in named])
         ends = np.cumsum([len(named) for named in ids])
         found = self._as_chunks([(r, np.asarray(s, dtype=np.float64)) for r, s in zip(

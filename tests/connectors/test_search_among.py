@@ -10,6 +10,8 @@ import pytest
 
 from connectors.embedded.store import EmbeddedStore
 from connectors.search_port import ChunkHits, SearchRequest
+from core.errors import KnowledgeSearchError
+from core.vectors import unit_rows
 from tests.builders import chunk_records, embedded_store, unit_vectors
 
 VECTORS = unit_vectors(300, dim=16, seed=4)
@@ -68,3 +70,22 @@ def test_a_vector_of_the_wrong_dimension_fails_its_request_alone(store: Embedded
                                   [float("-inf")] * 2)
     assert not isinstance(outcomes[0], ChunkHits) and "dimension" in str(outcomes[0])
     assert list(_hits(outcomes[1]).ids) == ["doc0#chunk-0"]
+
+
+def test_hits_of_and_scores_of_name_chunks_as_search_among_finds_them(
+        store: EmbeddedStore) -> None:
+    """The columns a continued shard asks for: exact scores of named chunks, and their hits
+    with the scores given, as `search_among` gives both; none for no lists."""
+    query = np.random.default_rng(3).normal(size=16)
+    request = SearchRequest(vector=tuple(query.tolist()), k=8)
+    named = [f"doc{n}#chunk-{n % 3}" for n in range(0, 60, 4)]
+    found = _hits(store.search_among([request], [named], [0.0])[0])
+    (unit,), _ = unit_rows([request.vector])
+    scores = store.scores_of(unit[None, :], [list(found.ids)])[0]
+    assert scores.tolist() == list(found.scores)
+    (hits,) = store.hits_of([list(found.ids)], [list(found.scores)])
+    assert (hits.ids, hits.scores, hits.identities, hits.refs) == (
+        found.ids, found.scores, found.identities, found.refs)
+    assert store.hits_of([], []) == []
+    with pytest.raises(KnowledgeSearchError, match="holds no chunk"):
+        store.hits_of([["nowhere#chunk-0"]], [[0.5]])
