@@ -63,15 +63,18 @@ def test_a_query_is_touched_when_any_of_its_lists_is() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), entering=st.integers(1, 40))
-def test_an_untouched_query_gains_no_entered_chunk_above_its_bound(seed: int,
-                                                                    entering: int) -> None:
+@given(seed=st.integers(0, 2**32 - 1), entering=st.integers(1, 40),
+       magnitude=st.sampled_from([1.0, 1e-30, 1e30]))
+def test_an_untouched_query_gains_no_entered_chunk_above_its_bound(seed: int, entering: int,
+                                                                    magnitude: float) -> None:
     """The rough test is sound: when it says a query is untouched, no entered chunk scores
-    above any of its bounds exactly (so its kept lists are tonight's true top)."""
+    above any of its bounds exactly (so its kept lists are tonight's true top), whatever
+    the scale of the query's vector (float32 holds 1e30 and 1e-30; their squares it does
+    not)."""
     rng = np.random.default_rng(seed)
     store = unit_rows(rng.normal(size=(200, DIM)))[0]
     entered = unit_rows(rng.normal(size=(entering, DIM)))[0]
-    vectors = rng.normal(size=(30, DIM))
+    vectors = rng.normal(size=(30, DIM)) * magnitude
     lists = _lists([[_kept(v, store, 12)] for v in vectors])
     moved = touched(lists, entered, pa.array([], pa.string()), retrieve_k=10)
     for vector, was_moved, row in zip(vectors, moved, lists.to_pylist(), strict=True):
