@@ -15,10 +15,13 @@ from numpy.typing import ArrayLike
 NO_DIRECTION = "has no direction (every component is 0, or one is not finite)"
 
 
-def unit_rows(rows: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+def unit_rows(rows: ArrayLike, working: type[np.floating] = np.float64
+              ) -> tuple[np.ndarray, np.ndarray]:
     """Each row of `rows` scaled to length 1, as float32, and for each row whether it has a
-    direction (a row without one comes back as zeros)."""
-    matrix = np.atleast_2d(np.asarray(rows, dtype=np.float64))
+    direction (a row without one comes back as zeros). `working` is the precision it is
+    computed in: float32 is enough for a rough score (scaling by the largest component
+    first keeps it from overflowing there too)."""
+    matrix = np.atleast_2d(np.asarray(rows, dtype=working))
     scale = np.max(np.abs(matrix), axis=1, keepdims=True)
     usable = (np.isfinite(scale) & (scale > 0))[:, 0]
     scaled = np.where(usable[:, None], matrix / np.where(usable[:, None], scale, 1.0), 0.0)

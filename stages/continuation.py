@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 
 import apache_beam as beam
 from apache_beam import pvalue
@@ -146,7 +146,7 @@ def _answer(item: Continuation, kept: list[RecalledList],
         top = hits.part(0, min(held, retrieve_k))
         lists.append((old.reason, top))
         states.append(state)
-        same = same and _same_top(old, top, removed, retrieve_k)
+        same = same and same_top(old, top.ids, top.scores, removed, retrieve_k)
     new_state = item.state._replace(lists=tuple(states))
     counters.count(counters.QUERIES_CONTINUED)
     if same:
@@ -160,12 +160,12 @@ def _answer(item: Continuation, kept: list[RecalledList],
             pvalue.TaggedOutput(PREVIOUS, item.previous)]
 
 
-def _same_top(old: RecalledList, top: ChunkHits, removed: frozenset[str], retrieve_k: int
-              ) -> bool:
-    """Whether a sub-query's top `retrieve_k` is the one it kept: same chunks, same scores,
-    none of them rewritten since."""
+def same_top(old: RecalledList, ids: Sequence[str | None], scores: Sequence[float],
+             removed: Container[str], retrieve_k: int) -> bool:
+    """Whether a sub-query's top `retrieve_k` (`ids`, `scores`) is the one it kept: same
+    chunks, same scores, none of them rewritten since."""
     before = old.ids[:retrieve_k]
-    return (tuple(top.ids) == before and tuple(top.scores) == old.scores[:retrieve_k]
+    return (tuple(ids) == before and tuple(scores) == old.scores[:retrieve_k]
             and not any(i in removed for i in before))
 
 

@@ -23,7 +23,9 @@ import pyarrow.compute as pc
 from connectors.embedded.vector_search import SCORE_TOLERANCE
 from connectors.search_port import ChunkHits, ContinuablePort
 from core.vectors import unit_rows
-from stages.candidate_state import NO_BOUND, asked_width, joined
+from pipeline.run.state_shards import starting_at_zero
+from stages.candidate_state import NO_BOUND, asked_width, joined, recalled_list
+from stages.continuation import same_top
 from stages.models import QueryHits, RecalledList
 
 Pending = None
@@ -39,76 +41,64 @@ class Continued:
     moved: QueryHits | None
 
 
-@dataclass(frozen=True)
-class _List:
-    reason: str
-    ids: tuple[str, ...]
-    scores: tuple[float, ...]
-    bound: float
-
-
 def continue_lists(query_ids: Sequence[str], lists: pa.ListArray, filtered: Sequence[bool],
-                   entered: tuple[str, ...], entered_vectors: np.ndarray, removed: pa.Array,
-                   retrieve_k: int, port: ContinuablePort) -> list[Continued | None]:
+                   entered: tuple[str, ...], entered_vectors: np.ndarray,
+                   removed: frozenset[str], retrieve_k: int, port: ContinuablePort
+                   ) -> list[Continued | None]:
     """Each query's outcome (`Continued`, or `Pending`): `lists` holds each query's kept lists
     (the state's column), `filtered` whether it has filters, `entered_vectors` the entered
     chunks' unit vectors (`ContinuablePort.vectors_of`)."""
-    per_query = np.diff(_offsets(lists))
+    per_query = np.diff(starting_at_zero(lists.offsets))
     flat = lists.flatten()
     count = len(flat)
-    fields = {name: flat.field(name) for name in ("reason", "ids", "scores", "vector", "exact",
-                                                  "bound")}
-    reasons = fields["reason"].to_pylist()
-    bounds = np.asarray(fields["bound"].to_numpy(zero_copy_only=False), dtype=np.float64)
-    ids = fields["ids"]
-    id_at = _offsets(ids)
+    reasons = flat.field("reason").to_pylist()
+    bounds = np.asarray(flat.field("bound").to_numpy(zero_copy_only=False), dtype=np.float64)
+    ids = flat.field("ids")
+    id_at = starting_at_zero(ids.offsets)
     id_values = ids.flatten().to_pylist()
-    gone = np.asarray(pc.is_in(ids.flatten(), value_set=removed).to_numpy(
-        zero_copy_only=False), dtype=bool) if len(removed) else np.zeros(len(id_values), bool)
-    score_values = np.asarray(fields["scores"].flatten().to_numpy(zero_copy_only=False),
+    gone = np.asarray(pc.is_in(ids.flatten(), value_set=pa.array(sorted(removed), pa.string()))
+                      .to_numpy(zero_copy_only=False), dtype=bool)
+    score_values = np.asarray(flat.field("scores").flatten().to_numpy(zero_copy_only=False),
                               dtype=np.float64)
-    queries, usable = unit_rows(_vectors(fields["vector"], fields["exact"], count))
+    queries, usable = unit_rows(_vectors(flat.field("vector"), flat.field("exact"), count))
     candidates = _entered_candidates(queries, bounds, entered, entered_vectors, port)
     owner = np.repeat(np.arange(len(per_query)), per_query)
-    pending = np.zeros(len(per_query), dtype=bool)
+    pending = np.asarray(filtered, dtype=bool) | (per_query == 0)
     pending[owner[~usable]] = True
-    pending |= np.asarray(filtered, dtype=bool)
-    made: list[_List | None] = []
-    for k in range(count):
-        start, end = id_at[k], id_at[k + 1]
-        keep = ~gone[start:end]
-        own_ids = [i for i, kept in zip(id_values[start:end], keep.tolist(), strict=True)
-                   if kept]
-        own_scores = score_values[start:end][keep]
-        more_ids, more_scores = candidates.get(k, ((), np.empty(0)))
-        above = more_scores > bounds[k]
-        all_ids = own_ids + [i for i, a in zip(more_ids, above.tolist(), strict=True) if a]
-        all_scores = np.concatenate([own_scores, more_scores[above]])
-        made.append(_continued_list(reasons[k], all_ids, all_scores, bounds[k], retrieve_k))
     outcomes: list[Continued | None] = []
-    moved_lists: list[tuple[int, list[_List]]] = []
-    k = 0
-    for query, n in enumerate(per_query.tolist()):
-        mine = made[k:k + n]
-        old = [(id_values[id_at[j]:id_at[j + 1]], score_values[id_at[j]:id_at[j + 1]],
-                gone[id_at[j]:id_at[j + 1]]) for j in range(k, k + n)]
-        k += n
-        if pending[query] or any(m is None for m in mine) or not n:
+    moved: list[tuple[int, list[RecalledList]]] = []
+    for query, k in enumerate(np.concatenate([[0], np.cumsum(per_query)])[:-1].tolist()):
+        if pending[query]:
             outcomes.append(Pending)
             continue
-        new = [m for m in mine if m is not None]
-        kept = tuple(RecalledList(m.reason, m.ids, m.scores, m.bound) for m in new)
-        if all(_same_top(m, *o, retrieve_k) for m, o in zip(new, old, strict=True)):
-            outcomes.append(Continued(kept, None))
+        new: list[RecalledList] = []
+        same = True
+        for j in range(k, k + int(per_query[query])):
+            start, end = id_at[j], id_at[j + 1]
+            keep = ~gone[start:end]
+            more_ids, more_scores = candidates.get(j, ((), np.empty(0)))
+            above = more_scores > bounds[j]
+            made = _continued_list(
+                reasons[j],
+                [i for i, kept in zip(id_values[start:end], keep.tolist(), strict=True) if kept]
+                + [i for i, a in zip(more_ids, above.tolist(), strict=True) if a],
+                np.concatenate([score_values[start:end][keep], more_scores[above]]),
+                bounds[j], retrieve_k)
+            if made is None:
+                break
+            old = RecalledList(reasons[j], tuple(id_values[start:end]),
+                               tuple(score_values[start:end].tolist()), bounds[j])
+            top = min(len(made.ids), retrieve_k)
+            same = same and same_top(old, made.ids[:top], made.scores[:top], removed,
+                                     retrieve_k)
+            new.append(made)
+        else:
+            outcomes.append(Continued(tuple(new), None))
+            if not same:
+                moved.append((query, new))
             continue
-        outcomes.append(Continued(kept, None))
-        moved_lists.append((query, new))
-    return _with_hits(outcomes, moved_lists, query_ids, retrieve_k, port)
-
-
-def _offsets(values: pa.ListArray) -> np.ndarray:
-    offsets = np.asarray(values.offsets.to_numpy(zero_copy_only=False), dtype=np.int64)
-    return offsets - offsets[0] if len(offsets) else offsets
+        outcomes.append(Pending)
+    return _with_hits(outcomes, moved, query_ids, retrieve_k, port)
 
 
 def _vectors(vector: pa.ListArray, exact: pa.ListArray, count: int) -> np.ndarray:
@@ -142,36 +132,24 @@ def _entered_candidates(queries: np.ndarray, bounds: np.ndarray, entered: tuple[
 
 
 def _continued_list(reason: str, ids: list[str], scores: np.ndarray, bound: float,
-                    retrieve_k: int) -> _List | None:
-    """A kept list continued from its candidates (every one above `bound`), as
-    `candidate_state.recalled_list` keeps a search's hits; None where only the one-by-one path
-    can tell (tied scores, a list that runs out)."""
+                    retrieve_k: int) -> RecalledList | None:
+    """A kept list continued from its candidates (every one above `bound`), kept as
+    `candidate_state.recalled_list` keeps a search's hits; None where only the one-by-one
+    path can tell (tied scores: their order is the store's order of rows; a list that runs
+    out)."""
     order = np.argsort(-scores, kind="stable")
     ordered = scores[order]
     if len(ordered) > 1 and np.any(ordered[1:] == ordered[:-1]):
         return None
-    asked = asked_width(retrieve_k)
-    order, ordered = order[:asked], ordered[:asked]
-    held = len(order)
-    if held >= asked:
-        bound, held = float(ordered[-1]), asked - 1
-    if held < retrieve_k and bound != NO_BOUND:
+    order, ordered = order[:asked_width(retrieve_k)], ordered[:asked_width(retrieve_k)]
+    hits = ChunkHits([ids[i] for i in order.tolist()], ordered.tolist(), [], [], [])
+    made = recalled_list(reason, hits, asked_width(retrieve_k), bound)
+    if made is None or (made[1] < retrieve_k and made[0].bound != NO_BOUND):
         return None
-    return _List(reason, tuple(ids[i] for i in order[:held].tolist()),
-                 tuple(ordered[:held].tolist()), bound)
+    return made[0]
 
 
-def _same_top(new: _List, old_ids: list[str], old_scores: np.ndarray, old_gone: np.ndarray,
-              retrieve_k: int) -> bool:
-    """Whether a sub-query's top `retrieve_k` is the one it kept: same chunks, same scores,
-    none of them rewritten since (`stages.continuation._same_top`)."""
-    top = min(len(new.ids), retrieve_k)
-    return (new.ids[:top] == tuple(old_ids[:retrieve_k])
-            and new.scores[:top] == tuple(old_scores[:retrieve_k].tolist())
-            and not old_gone[:retrieve_k].any())
-
-
-def _with_hits(outcomes: list[Continued | None], moved: list[tuple[int, list[_List]]],
+def _with_hits(outcomes: list[Continued | None], moved: list[tuple[int, list[RecalledList]]],
                query_ids: Sequence[str], retrieve_k: int, port: ContinuablePort
                ) -> list[Continued | None]:
     """The moved queries' hits: each list's top `retrieve-k`, as the store gives them."""

@@ -34,6 +34,7 @@ from apache_beam import pvalue
 from connectors.embedded.vector_search import SCORE_TOLERANCE
 from connectors.search_port import ContinuablePort, KnowledgeSearchPort, PortFactory, can
 from core.errors import KnowledgeSearchError
+from core.vectors import unit_rows
 from pipeline.io.result_sink import ResultParts
 from pipeline.run.continued_lists import Continued, continue_lists
 from pipeline.run.query_shards import ShardIds
@@ -118,21 +119,11 @@ def _may_gain(vectors: pa.ListArray, bounds: np.ndarray, entered: np.ndarray) ->
     if vectors.null_count or not len(lengths) or np.any(lengths != entered.shape[1]):
         return np.ones(len(bounds), dtype=bool)  # continued one by one, which says why
     values = vectors.flatten().to_numpy(zero_copy_only=False).reshape(len(lengths), -1)
-    unit, usable = _rough_unit_rows(values)
+    # roughly: in float32, within `SCORE_TOLERANCE` of the exact direction
+    unit, usable = unit_rows(values, working=np.float32)
     rough = (unit @ entered.T).max(axis=1)
     floor = 2.0 * bounds - 1.0 - SCORE_TOLERANCE
     return (rough > floor) | ~usable
-
-
-def _rough_unit_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`unit_rows` in float32 (each row scaled by its largest component first, so that none
-    overflows or underflows): a rough score's direction, within `SCORE_TOLERANCE` of the
-    exact one."""
-    scale = np.max(np.abs(values), axis=1)
-    usable = np.isfinite(scale) & (scale > 0)
-    scaled = values / np.where(usable, scale, 1.0).astype(values.dtype)[:, None]
-    norms = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))
-    return scaled / np.where(usable, norms, 1.0).astype(values.dtype)[:, None], usable
 
 
 class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
@@ -257,7 +248,6 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         if self._snapshot is not None and results:
             yield pvalue.TaggedOutput(WRITTEN, self._snapshot.write(results))
         if self._kept_dir is not None:
-            # the rows of the queries that stand: as PREV held them, or with their new lists
             # the rows that stand: PREV's, by row number, and those continued with new lists
             continued = with_lists(touched_rows.take(np.asarray(unchanged, np.int64)),
                                    unchanged_lists)
@@ -282,14 +272,13 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         if (entered is None or port is None or not can(port, "scores_of")
                 or not can(port, "hits_of") or not rows.num_rows):
             return [None] * rows.num_rows
-        assert self._removed_array is not None  # made with the touched test
         try:
             return continue_lists(rows.column("query_id").to_pylist(),
                                   rows.column("lists").combine_chunks(),
                                   [f not in (None, "{}") for f in
                                    rows.column("filters").to_pylist()],
-                                  self._entered, entered, self._removed_array,
-                                  self._retrieve_k, port)
+                                  self._entered, entered, self._removed, self._retrieve_k,
+                                  port)
         except KnowledgeSearchError:
             return [None] * rows.num_rows
 

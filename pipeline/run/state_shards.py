@@ -326,19 +326,20 @@ GONE = "gone"
 
 class _CompactShard(beam.DoFn):
     """(shard, ShardIds) -> `ShardRows` of its new state (tag `COMPACTED`): the rows that stand
-    and a file of the others; with `compare_with`, also the run's new results that differ
-    from those of PREV's state file (main; "" for an empty PREV: every result is new),
-    counted. PREV's rows that stand are only named here: the merge copies them once."""
+    and a file of the others; with `compare_with` (PREV's state file), also the run's new
+    results that differ from PREV's, counted. PREV's rows that stand are only named here:
+    the merge copies them once."""
 
     def __init__(self, parts_dir: str, compare_with: str | None) -> None:
         self._dir, self._compare_with = parts_dir, compare_with
         self._previous: StateFile | None = None
+        self._kept: tuple[list[KeptRows], dict[int, KeptRows]] | None = None
 
     def process(self, element: tuple[int, ShardIds], state_parts: list[PartIndex],
                 new_parts: list[PartIndex], copied_parts: list[PartIndex],
                 kept: list[KeptRows]) -> Iterator[Any]:
         shard, ids = element
-        standing = next((k for k in kept if k.shard == shard), KeptRows(shard, b"", ""))
+        standing = self._kept_of(kept).get(shard, KeptRows(shard, b"", ""))
         kept_ids: set[str] = set()
         if standing.rows:
             kept_ids.update(self._previous_batch(shard).column("query_id").take(
@@ -368,6 +369,12 @@ class _CompactShard(beam.DoFn):
             if query_id in previous_ids:  # its query is a dead letter tonight
                 counters.count(counters.PREVIOUS_GONE)
                 yield beam.pvalue.TaggedOutput(GONE, query_id)
+
+    def _kept_of(self, kept: list[KeptRows]) -> dict[int, KeptRows]:
+        """`kept` by shard, made once per side input (a scan per shard would cost shards²)."""
+        if self._kept is None or self._kept[0] is not kept:
+            self._kept = (kept, {k.shard: k for k in kept})
+        return self._kept[1]
 
     def _previous_batch(self, shard: int) -> pa.RecordBatch:
         if self._previous is None:
@@ -455,13 +462,13 @@ class StateWrites(NamedTuple):
 
 class WriteStateShards(beam.PTransform[beam.PCollection[tuple[int, ShardIds]], StateWrites]):
     """(shard, ShardIds) of every shard, with the run's `states`, its new `results` (from the
-    chains, apart), the previous results `copied` as they stood, `kept` ((shard, file) of complete
-    rows written by other steps) and `state_parts` (state parts written by other steps) ->
+    chains, apart), the previous results `copied` as they stood, `kept` (the rows that stand,
+    per shard: `KeptRows`) and `state_parts` (state parts written by other steps) ->
     the state file at `path`, whole once written. Each input is written as it comes (a merge
     of them would hold them all on the local runner).
 
-    With `compare_with` (PREV's state file, or "" when PREV is empty), each shard also gives
-    its new results whose evidence changed (see `changed_only.changed_results`): the results
+    With `compare_with` (PREV's state file, when the run continues from it), each shard also
+    gives its new results whose evidence changed (see `changed_only.changed_results`): they
     are compared where they are, and never cross a join.
     """
 
@@ -506,7 +513,7 @@ class WriteStateShards(beam.PTransform[beam.PCollection[tuple[int, ShardIds]], S
                    | "MergeShards" >> beam.Map(_merge_shards,
                                                beam.pvalue.AsList(compacted_parts[COMPACTED]),
                                                self._path, self._dir, count,
-                                               self._compare_with or None))
+                                               self._compare_with))
         if self._compare_with is None:
             return StateWrites(written)
         return StateWrites(written, compacted_parts.changed, compacted_parts[GONE])
