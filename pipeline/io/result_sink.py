@@ -16,7 +16,7 @@ from connectors.elasticsearch.config import ElasticsearchConfig
 from core.errors import InvalidInputError
 from core.input_limits import MAX_LINE_BYTES
 from pipeline.io.es_sink import WriteEvidenceToElasticsearch
-from pipeline.io.json_lines import to_json_line
+from pipeline.io.json_lines import shared_json_line, to_json_line
 from pipeline.io.parquet import (
     RESULT_SCHEMA,
     is_parquet,
@@ -134,7 +134,7 @@ class ResultFile(ResultSink):
 
 class JsonLinesResults(ResultFile):
     def _encode(self, result: QueryResult) -> str:
-        return to_json_line(result)
+        return shared_json_line(result)
 
     def _format(self) -> PartFormat:
         return TextLines()

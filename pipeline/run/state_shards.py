@@ -29,7 +29,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from pipeline.io.json_lines import to_json_line
+from pipeline.io.json_lines import shared_json_line, to_json_line
 from pipeline.run.changed_only import changed_results
 from pipeline.run.query_shards import ShardIds, shard_of
 from stages.models import EmbeddedQuery, Query, QueryResult, QueryState, RawResult, RecalledList
@@ -83,7 +83,7 @@ def _vector_columns(vector: tuple[float, ...] | None) -> dict[str, Any]:
 def result_row(result: QueryResult | RawResult, shards: int) -> dict[str, Any]:
     """A result as a part row: the JSON line the snapshot holds (a raw result is one)."""
     if isinstance(result, QueryResult):
-        query_id, line = result.query_id, to_json_line(result).encode("utf-8")
+        query_id, line = result.query_id, shared_json_line(result).encode("utf-8")
     elif isinstance(result, bytes):
         query_id, line = orjson.loads(result)["query_id"], result
     else:
