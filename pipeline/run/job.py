@@ -13,6 +13,7 @@ from typing import Any
 
 from connectors.embedder_port import EmbedderFactory
 from connectors.search_port import PortFactory
+from core.file_digest import digests_ahead
 from pipeline.config.backends import (
     backend_of,
     embedder_factory_for,
@@ -26,6 +27,7 @@ from pipeline.config.beam_options import (
 )
 from pipeline.config.heap import run_to_completion
 from pipeline.config.settings import Settings
+from pipeline.io.local_paths import is_local
 from pipeline.io.run_io import RunIO
 from pipeline.run.build import build_pipeline
 from pipeline.run.continuation_plan import ContinuationPlan, plan_continuation
@@ -64,12 +66,29 @@ def run(settings: Settings, io: RunIO, *, beam_args: Sequence[str] = (),
     io.check()
     if io.snapshot is not None:
         StateFolder.of_snapshot(io.snapshot.location).check()
-    previous = None if io.previous is None else check_finished_run(
-        "--previous", io.previous.location)
-    if port_factory is not None:
-        return _run(settings, io, beam_args, port_factory, embedder_factory, None, previous)
-    with pinned_port_factory(settings) as (pinned, version):
-        return _run(settings, io, beam_args, pinned, embedder_factory, version, previous)
+    with digests_ahead(_previous_files(io)):
+        previous = None if io.previous is None else check_finished_run(
+            "--previous", io.previous.location)
+        if port_factory is not None:
+            return _run(settings, io, beam_args, port_factory, embedder_factory, None,
+                        previous)
+        with pinned_port_factory(settings) as (pinned, version):
+            return _run(settings, io, beam_args, pinned, embedder_factory, version, previous)
+
+
+def _previous_files(io: RunIO) -> list[str]:
+    """PREV's files that the run checks against PREV's manifest (and names in its own)."""
+    if io.previous is None or not is_local(io.previous.location):
+        return []
+    return [io.previous.location, *StateFolder.of_snapshot(io.previous.location).files()]
+
+
+def _written_files(io: RunIO, plan: ContinuationPlan) -> list[str]:
+    """The files the run wrote that its manifest names with their SHA-256."""
+    files = [p for p in (io.results.location, io.dead_letters,
+                         io.snapshot.location if io.snapshot else None)
+             if p is not None and is_local(p)]
+    return files + (plan.keeps.files() if plan.keeps is not None else [])
 
 
 def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: PortFactory,
@@ -101,8 +120,10 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
         if plan.refused is not None and not plan.first_night:
             summary = dataclasses.replace(summary, answered_in_full=plan.refused)
         _warn_on_low_recall(summary, settings)
-        manifest = run_manifest(settings, io, summary, options, began, _now(), version, runner)
-        manifest |= _continuation(plan, io)
+        with digests_ahead(_written_files(io, plan)):
+            manifest = run_manifest(settings, io, summary, options, began, _now(), version,
+                                    runner)
+            manifest |= _continuation(plan, io)
         write_manifests(io.manifests, manifest)
         return summary
 

@@ -37,6 +37,7 @@ LEGACY_FILES = ("queries.parquet",)
 
 SETTINGS_FILE = "state.json"
 _STATE_FILES = (QUERIES_FILE, CHUNKS_FILE, *LEGACY_FILES)
+_DESCRIBED = (QUERIES_FILE, CHUNKS_FILE, SETTINGS_FILE)
 FORMAT = 2
 
 
@@ -107,11 +108,14 @@ class StateFolder:
                          "store_version": version.name, "shards": shards}, sort_keys=True)
         keep_chunk_table(chunks, self.path)
 
+    def files(self) -> list[str]:
+        """The files a manifest names, with their SHA-256."""
+        return [str(self.path / name) for name in _DESCRIBED]
+
     def described(self) -> dict[str, Any]:
         """What the manifest says of it: the folder and each file's SHA-256."""
         return {"folder": str(self.path), "sha256": {
-            name: file_sha256(str(self.path / name))
-            for name in (QUERIES_FILE, CHUNKS_FILE, SETTINGS_FILE)}}
+            name: file_sha256(str(self.path / name)) for name in _DESCRIBED}}
 
     def matches(self, described: object) -> str | None:
         """None when `described` (a manifest's entry) names this folder's files as they are;
