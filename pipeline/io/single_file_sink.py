@@ -10,7 +10,7 @@ bundle's part is never listed, and is deleted with the rest.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
@@ -41,6 +41,8 @@ class PartFormat(Protocol):
 class PartWriter(Protocol):
     def write(self, element: Any) -> None: ...
 
+    def write_all(self, elements: Sequence[Any]) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -65,6 +67,11 @@ class _TextPart:
         if isinstance(element, str):
             element = element.encode("utf-8")
         self._handle.write(element + b"\n")
+
+    def write_all(self, elements: Sequence[str | bytes]) -> None:
+        if elements:  # one write of every line: a part of results copied as they stood
+            self._handle.write(b"\n".join([e.encode("utf-8") if isinstance(e, str) else e
+                                            for e in elements]) + b"\n")
 
     def close(self) -> None:
         self._handle.close()
@@ -101,6 +108,10 @@ class _ParquetPart:
         self._rows.append(element)
         if len(self._rows) >= self._group_rows:
             self._flush()
+
+    def write_all(self, elements: Sequence[dict[str, Any]]) -> None:
+        for element in elements:
+            self.write(element)
 
     def close(self) -> None:
         self._flush()
@@ -146,8 +157,7 @@ def write_part(parts_dir: str, part_format: PartFormat, elements: Iterable[Any])
     """Writes `elements` into a part of their own (see `WriteToSingleFile`'s `parts`)."""
     path = FileSystems.join(parts_dir, f"part-{uuid.uuid4().hex}")
     writer = part_format.open_part(FileSystems.create(path))
-    for element in elements:
-        writer.write(element)
+    writer.write_all(list(elements))
     writer.close()
     return path
 

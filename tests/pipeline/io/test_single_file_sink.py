@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import apache_beam as beam
@@ -9,8 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pipeline.io.single_file_sink import ParquetRows, TextLines, WriteToSingleFile
+from pipeline.io.single_file_sink import ParquetRows, TextLines, WriteToSingleFile, write_part
 
 MULTI = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
 
@@ -44,3 +47,16 @@ def test_parquet_parts_merge_into_one_readable_file(tmp_path: Path) -> None:
     rows = pq.read_table(out).to_pylist()
     assert sorted(r["n"] for r in rows) == list(range(2500))
     assert pq.ParquetFile(out).schema_arrow == schema
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.one_of(st.text(alphabet=st.characters(blacklist_characters="\n\r",
+                                                          blacklist_categories=["Cs"])),
+                          st.binary().filter(lambda b: b"\n" not in b)), max_size=12))
+def test_a_part_written_at_once_holds_each_line_as_one_by_one(lines: list[str | bytes]
+                                                              ) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        at_once = Path(write_part(folder, TextLines(), lines)).read_bytes()
+        one_by_one = b"".join((line.encode() if isinstance(line, str) else line) + b"\n"
+                              for line in lines)
+    assert at_once == one_by_one
