@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+from peak_rss import high_water_kib
 
 from connectors.chunk_record import ChunkRecord
 from connectors.embedded.layout import HNSW_FILE, VECTORS_FILE
@@ -83,9 +83,8 @@ def write_queries(path: Path, size: int, dim: int) -> None:
 
 
 def _peak_rss_mb() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(own, children) / 1024
+    """This child's own peak (see `peak_rss`)."""
+    return high_water_kib() / 1024
 
 
 def child_run(args: argparse.Namespace) -> None:

@@ -22,10 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -33,6 +30,7 @@ import pyarrow.parquet as pq
 from affected_queries import change
 from bulk_scale import build_store, query_vectors
 from embedding_throughput import texts
+from peak_rss import run_watching_peak
 
 from connectors.embedders.model_location import MINILM
 
@@ -62,36 +60,12 @@ def run(store: Path, queries: Path, out: Path, *flags: str) -> tuple[float, int,
     """`rag-evidence run` in a child: seconds, its own peak RSS in MiB, its summary's
     counts."""
     summary = out.with_suffix(".summary.json")
-    started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-m", "pipeline.cli.main", "run", "--queries",
-                              str(queries), "--out", str(out), "--summary", str(summary),
-                              "--set", f"search.embedded.path={store}", *flags],
-                             stdout=subprocess.DEVNULL)
-    peak, status = 0, None
-    while status is None:
-        peak = max(peak, _high_water_kib(child.pid))
-        pid, code = os.waitpid(child.pid, os.WNOHANG)
-        if pid:
-            status = code
-        else:
-            time.sleep(0.1)
-    seconds = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        raise SystemExit(f"run {flags} exited {child.returncode}")
-    return seconds, peak // 1024, json.loads(summary.read_text())["counts"]
-
-
-def _high_water_kib(pid: int) -> int:
-    """The process's own peak RSS so far (`VmHWM`). Not `ru_maxrss`: a child started by
-    vfork and exec inherits its parent's peak there, and this bench's parent holds the
-    store and the queries."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0
-    return next((int(line.split()[1]) for line in status.splitlines()
-                 if line.startswith("VmHWM:")), 0)
+    seconds, peak, code = run_watching_peak([
+        sys.executable, "-m", "pipeline.cli.main", "run", "--queries", str(queries), "--out",
+        str(out), "--summary", str(summary), "--set", f"search.embedded.path={store}", *flags])
+    if code != 0:
+        raise SystemExit(f"run {flags} exited {code}")
+    return seconds, peak, json.loads(summary.read_text())["counts"]
 
 
 def lines_by_id(path: Path) -> dict[str, str]:

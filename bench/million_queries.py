@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.hnsw_recall import clustered, isotropic, records
+from bench.peak_rss import run_watching_peak
 from connectors.embedded.vector_search import HnswParams
 from connectors.embedded.writer import write_store
 
@@ -51,17 +51,14 @@ def run(store: Path, queries: Path, out: Path, ef_search: str, settings: list[st
         ) -> tuple[float, int, dict]:
     """`rag-evidence run` in a child: seconds, the child's peak RSS in MiB, its summary."""
     summary = out.with_suffix(".summary.json")
-    started = time.perf_counter()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    subprocess.run([sys.executable, "-m", "pipeline.cli.main", "run", "--queries", str(queries),
-                    "--out", str(out), "--summary", str(summary),
-                    "--set", f"search.embedded.path={store}",
-                    "--set", "search.embedded.index=hnsw",
-                    "--set", f"search.embedded.hnsw.ef-search={ef_search}",
-                    *(arg for setting in settings for arg in ("--set", setting))], check=True,
-                   stdout=subprocess.DEVNULL)
-    seconds = time.perf_counter() - started
-    peak = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before) // 1024
+    seconds, peak, code = run_watching_peak([
+        sys.executable, "-m", "pipeline.cli.main", "run", "--queries", str(queries), "--out",
+        str(out), "--summary", str(summary), "--set", f"search.embedded.path={store}",
+        "--set", "search.embedded.index=hnsw",
+        "--set", f"search.embedded.hnsw.ef-search={ef_search}",
+        *(arg for setting in settings for arg in ("--set", setting))])
+    if code != 0:
+        raise subprocess.CalledProcessError(code, "rag-evidence run")
     return seconds, peak, json.loads(summary.read_text())
 
 
