@@ -42,6 +42,7 @@ from pipeline.run.state_shards import (
     STATE_SCHEMA,
     KeptRows,
     StateFile,
+    one_array,
     starting_at_zero,
     states_of,
     with_lists,
@@ -193,7 +194,7 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         line numbers tonight): those the changes do not touch are copied, the others
         continued."""
         counters.count(counters.QUERIES, len(standing))
-        moved = self._touched(previous.column("lists").take(standing))
+        moved = self._touched(previous.column("lists"))[standing]  # not a copy of the rows
         stand = np.flatnonzero(~moved)
         counters.count(counters.QUERIES_CONTINUED, len(stand))
         counters.count(counters.CONTINUED_UNCHANGED, len(stand))
@@ -274,7 +275,7 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
             return [None] * rows.num_rows
         try:
             return continue_lists(rows.column("query_id").to_pylist(),
-                                  rows.column("lists").combine_chunks(),
+                                  one_array(rows.column("lists")),
                                   [f not in (None, "{}") for f in
                                    rows.column("filters").to_pylist()],
                                   self._entered, entered, self._removed, self._retrieve_k,
@@ -294,7 +295,7 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
             return np.ones(len(lists), dtype=bool)
         if self._removed_array is None:
             self._removed_array = pa.array(sorted(self._removed), pa.string())
-        return touched(lists.combine_chunks(), entered, self._removed_array, self._retrieve_k)
+        return touched(one_array(lists), entered, self._removed_array, self._retrieve_k)
 
     def _entered_matrix(self) -> np.ndarray | None:
         """The entered chunks' vectors; None when the store cannot give them (every standing

@@ -116,7 +116,7 @@ def with_lists(rows: pa.Table, lists: Sequence[Sequence[RecalledList]]) -> pa.Ta
     """State rows with their kept lists replaced by `lists` (row by row, the same sub-queries
     in the same order, as a continuation keeps them): each sub-query's vector is kept as the
     row holds it, not rebuilt from the query."""
-    old = rows.column("lists").combine_chunks()
+    old = one_array(rows.column("lists"))
     per_row = np.diff(starting_at_zero(old.offsets))
     if per_row.tolist() != [len(kept) for kept in lists]:
         raise ValueError("with_lists: each row needs one list per sub-query it holds")
@@ -132,6 +132,11 @@ def with_lists(rows: pa.Table, lists: Sequence[Sequence[RecalledList]]) -> pa.Ta
         fields, fields=list(LIST_TYPE)), type=STATE_SCHEMA.field("lists").type)
     return rows.set_column(STATE_SCHEMA.get_field_index("lists"), STATE_SCHEMA.field("lists"),
                            column)
+
+
+def one_array(column: pa.ChunkedArray) -> pa.Array:
+    """A column as one array: its only chunk as it is (`combine_chunks` copies even one)."""
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def starting_at_zero(offsets: pa.Array) -> np.ndarray:
