@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import threading
+from typing import Any, TypeVar
 
-from pydantic import BaseModel
+import orjson
+from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
+
+_Record = TypeVar("_Record", bound=BaseModel)
 
 
 def to_json_line(record: BaseModel) -> str:
@@ -35,3 +39,29 @@ def shared_json_line(record: BaseModel) -> str:
         last.line = to_json_line(record)
         last.record = record
     return last.line
+
+
+def known_json_line(record: BaseModel, line: str) -> BaseModel:
+    """`record`, read from `line` as `to_json_line` wrote it: the next `shared_json_line` of
+    it in this thread gives `line` without encoding it again."""
+    _last.record, _last.line = record, line
+    return record
+
+
+def read_json_line(model: type[_Record], line: bytes) -> _Record:
+    """A record from a line `to_json_line` wrote: one with a lone surrogate is JSON that only
+    Python's own parser reads (its escape is not UTF-8)."""
+    try:
+        return model.model_validate_json(line)
+    except ValidationError as error:
+        if not any(e["type"] == "json_invalid" for e in error.errors()):
+            raise
+    return model.model_validate(json.loads(line))
+
+
+def loads_json_line(line: bytes) -> Any:
+    """A line `to_json_line` wrote, as plain values (see `read_json_line`)."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)

@@ -16,7 +16,7 @@ from connectors.elasticsearch.config import ElasticsearchConfig
 from core.errors import InvalidInputError
 from core.input_limits import MAX_LINE_BYTES
 from pipeline.io.es_sink import WriteEvidenceToElasticsearch
-from pipeline.io.json_lines import shared_json_line, to_json_line
+from pipeline.io.json_lines import read_json_line, shared_json_line, to_json_line
 from pipeline.io.parquet import (
     RESULT_SCHEMA,
     is_parquet,
@@ -260,7 +260,7 @@ def _as_result(record: tuple[int, Any], location: str) -> QueryResult:
         if isinstance(raw, dict):
             return QueryResult.model_validate(raw)
         if isinstance(raw, bytes):
-            return QueryResult.model_validate_json(raw)
+            return read_json_line(QueryResult, raw)
         raise ValueError(unreadable_reason(raw, MAX_LINE_BYTES))
     except ValueError as error:
         raise InvalidInputError(f"{location}:{number}", "...",

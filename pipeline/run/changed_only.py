@@ -12,9 +12,9 @@ from decimal import Decimal
 from typing import Any, NamedTuple
 
 import apache_beam as beam
-import orjson
 from apache_beam import pvalue
 
+from pipeline.io.json_lines import known_json_line, loads_json_line, read_json_line
 from stages.models import ProjectedItem, QueryResult
 from stages.support import counters
 
@@ -85,12 +85,21 @@ def changed_results(new: Mapping[str, bytes], previous: Mapping[str, bytes]
             counters.count(counters.EVIDENCE_UNCHANGED)
         elif old is None:
             counters.count(counters.EVIDENCE_NEW)
-            yield QueryResult.model_validate_json(line)
-        elif _same_projected(orjson.loads(line)["projected"], orjson.loads(old)["projected"]):
+            yield _read(line)
+        elif _same_projected(loads_json_line(line)["projected"],
+                             loads_json_line(old)["projected"]):
             counters.count(counters.EVIDENCE_UNCHANGED)
         else:
             counters.count(counters.EVIDENCE_CHANGED)
-            yield QueryResult.model_validate_json(line)
+            yield _read(line)
+
+
+def _read(line: bytes) -> QueryResult:
+    """A new result from its line (written this run by `to_json_line`), which the results'
+    sink then writes as it is."""
+    result = read_json_line(QueryResult, line)
+    known_json_line(result, line.decode("utf-8"))
+    return result
 
 
 def _same_projected(new: list[dict[str, Any]], old: list[dict[str, Any]]) -> bool:

@@ -23,13 +23,12 @@ from typing import Any, NamedTuple
 
 import apache_beam as beam
 import numpy as np
-import orjson
 import pyarrow as pa
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from pipeline.io.json_lines import shared_json_line, to_json_line
+from pipeline.io.json_lines import loads_json_line, shared_json_line, to_json_line
 from pipeline.run.changed_only import changed_results
 from pipeline.run.query_shards import ShardIds, shard_of
 from stages.models import EmbeddedQuery, Query, QueryResult, QueryState, RawResult, RecalledList
@@ -85,7 +84,7 @@ def result_row(result: QueryResult | RawResult, shards: int) -> dict[str, Any]:
     if isinstance(result, QueryResult):
         query_id, line = result.query_id, shared_json_line(result).encode("utf-8")
     elif isinstance(result, bytes):
-        query_id, line = orjson.loads(result)["query_id"], result
+        query_id, line = loads_json_line(result)["query_id"], result
     else:
         line = to_json_line(QueryResult.model_validate(result)).encode("utf-8")
         query_id = result["query_id"]
