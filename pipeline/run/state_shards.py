@@ -432,6 +432,7 @@ def _merge_shards(_impulse: bytes, compacted_parts: list[ShardRows], path: str,
     if sorted(by_shard) != list(range(shards)):
         raise RuntimeError(f"the state's shards are incomplete: {len(by_shard)} of {shards}")
     state = None if previous is None else StateFile(previous)
+    Path(parts_dir).mkdir(parents=True, exist_ok=True)  # no part: no query had a result
     staged = os.path.join(parts_dir, "merged")
     with pa.ipc.new_file(staged, STATE_SCHEMA) as writer:
         for shard in range(shards):

@@ -125,3 +125,21 @@ def test_a_snapshot_without_previous_is_refused(store_config: Path, tmp_path: Pa
     code, _ = _run(store_config, tmp_path / "1", [_line("a", 0)],
                    "--snapshot", str(tmp_path / "s.jsonl"))
     assert code == 2 and "--snapshot" in capsys.readouterr().err
+
+
+
+def test_a_night_whose_every_query_is_a_dead_letter_keeps_an_empty_state(
+        store_config: Path, tmp_path: Path) -> None:
+    # no result and no state row: the state's merge had no parts folder to write into
+    bad = [json.dumps({"id": "odd\ud800", "vector": VECTORS[0].tolist()}), "{not json"]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    for night, previous in ((1, empty), (2, tmp_path / "snapshot1.jsonl")):
+        snapshot = tmp_path / f"snapshot{night}.jsonl"
+        code, out = _run(store_config, tmp_path / str(night), bad, "--previous", str(previous),
+                         "--snapshot", str(snapshot))
+        summary = json.loads((tmp_path / str(night) / "summary.json").read_text())
+        assert code == 0 and summary["counts"]["dead_letters"] == 2 and summary["balanced"]
+        assert out.read_text() == "" and snapshot.read_text() == ""
+        manifest = json.loads(Path(f"{snapshot}.manifest.json").read_text())
+        assert set(manifest["state"]["sha256"]) >= {"queries.arrow"}
