@@ -43,11 +43,12 @@ class Continued:
 
 def continue_lists(query_ids: Sequence[str], lists: pa.ListArray, filtered: Sequence[bool],
                    entered: tuple[str, ...], entered_vectors: np.ndarray,
-                   removed: frozenset[str], retrieve_k: int, port: ContinuablePort
-                   ) -> list[Continued | None]:
+                   removed: frozenset[str], removed_ids: pa.Array, retrieve_k: int,
+                   port: ContinuablePort) -> list[Continued | None]:
     """Each query's outcome (`Continued`, or `Pending`): `lists` holds each query's kept lists
     (the state's column), `filtered` whether it has filters, `entered_vectors` the entered
-    chunks' unit vectors (`ContinuablePort.vectors_of`)."""
+    chunks' unit vectors (`ContinuablePort.vectors_of`), `removed_ids` the `removed` ids as
+    one Arrow array (made once per run by the caller)."""
     per_query = np.diff(starting_at_zero(lists.offsets))
     flat = lists.flatten()
     count = len(flat)
@@ -56,8 +57,8 @@ def continue_lists(query_ids: Sequence[str], lists: pa.ListArray, filtered: Sequ
     ids = flat.field("ids")
     id_at = starting_at_zero(ids.offsets)
     id_values = ids.flatten().to_pylist()
-    gone = np.asarray(pc.is_in(ids.flatten(), value_set=pa.array(sorted(removed), pa.string()))
-                      .to_numpy(zero_copy_only=False), dtype=bool)
+    gone = np.asarray(pc.is_in(ids.flatten(), value_set=removed_ids).to_numpy(
+        zero_copy_only=False), dtype=bool)
     score_values = np.asarray(flat.field("scores").flatten().to_numpy(zero_copy_only=False),
                               dtype=np.float64)
     queries, usable = unit_rows(_vectors(flat.field("vector"), flat.field("exact"), count))

@@ -278,8 +278,8 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
                                   one_array(rows.column("lists")),
                                   [f not in (None, "{}") for f in
                                    rows.column("filters").to_pylist()],
-                                  self._entered, entered, self._removed, self._retrieve_k,
-                                  port)
+                                  self._entered, entered, self._removed,
+                                  self._removed_ids(), self._retrieve_k, port)
         except KnowledgeSearchError:
             return [None] * rows.num_rows
 
@@ -293,9 +293,13 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         entered = self._entered_matrix()
         if entered is None:
             return np.ones(len(lists), dtype=bool)
+        return touched(one_array(lists), entered, self._removed_ids(), self._retrieve_k)
+
+    def _removed_ids(self) -> pa.Array:
+        """The removed ids as one Arrow array, made once for every shard."""
         if self._removed_array is None:
             self._removed_array = pa.array(sorted(self._removed), pa.string())
-        return touched(one_array(lists), entered, self._removed_array, self._retrieve_k)
+        return self._removed_array
 
     def _entered_matrix(self) -> np.ndarray | None:
         """The entered chunks' vectors; None when the store cannot give them (every standing
