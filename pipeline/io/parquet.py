@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import apache_beam as beam
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -100,18 +101,18 @@ def _batches(group: RowGroup, columns: Sequence[str] | None = None,
                                      f"be read: {error}")
 
 
-def row_group_digests(group: RowGroup) -> Iterator[tuple[int, Any, bytes | None]]:
-    """(row number, its id as read, the digest of the whole row) of each row of a row group,
-    with no row made an object; an `UnreadableRest` in place of the id (and no digest) where
-    the group stops decoding (see `row_digests`)."""
+def row_group_digests(group: RowGroup) -> Iterator[list[tuple[int, Any, bytes | None]]]:
+    """Blocks (one per batch read) of (row number, its id as read, the digest of the whole
+    row) of each row of a row group, with no row made an object; an `UnreadableRest` in place
+    of the id (and no digest) where the group stops decoding (see `row_digests`)."""
     for number, batch in _batches(group):
         if isinstance(batch, UnreadableRest):
-            yield number, batch, None
+            yield [(number, batch, None)]
             return
         ids = (batch.column("id").to_pylist() if "id" in batch.schema.names
                else [None] * batch.num_rows)
-        for at, (query_id, digest) in enumerate(zip(ids, row_digests(batch), strict=True)):
-            yield number + at, query_id, digest
+        yield list(zip(range(number, number + batch.num_rows), ids, row_digests(batch),
+                       strict=True))
 
 
 def row_digests(batch: pa.RecordBatch) -> list[bytes]:
@@ -137,12 +138,11 @@ def _column_bytes(column: pa.Array) -> list[bytes]:
         valid = column.is_valid().to_pylist()
         offsets = column.offsets.to_numpy(zero_copy_only=False)
         values = column.flatten().to_numpy(zero_copy_only=False)
-        start = int(offsets[0])
         raw = values.tobytes()
-        width = values.itemsize
+        at = ((offsets.astype(np.int64) - int(offsets[0])) * values.itemsize).tolist()
         tag = str(values.dtype).encode()
-        return [tag + raw[(int(a) - start) * width:(int(b) - start) * width] if ok else _NULL
-                for ok, a, b in zip(valid, offsets[:-1], offsets[1:], strict=True)]
+        return [tag + raw[a:b] if ok else _NULL
+                for ok, a, b in zip(valid, at[:-1], at[1:], strict=True)]
     return [_NULL if value is None else orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
             for value in column.to_pylist()]
 
@@ -156,7 +156,7 @@ class ReadParquetQueries(beam.PTransform[beam.pvalue.PBegin, beam.PCollection[In
     """A Parquet file as (row number, {column: value}) records, split by row group; only
     `columns`, when given (the pass over the ids reads no vectors), and only the rows whose
     numbers `wanted` holds (keys of (number, anything) pairs), when given. With `digests`,
-    (row number, id, digest of the row) instead (see `row_group_digests`)."""
+    blocks of (row number, id, digest of the row) instead (see `row_group_digests`)."""
 
     def __init__(self, path: str, columns: Sequence[str] | None = None,
                  wanted: beam.PCollection[tuple[int, Any]] | None = None,

@@ -16,6 +16,9 @@ from typing import Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam import pvalue
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 
 from pipeline.io.query_ids import DIGEST_BYTES, usable_id
 from pipeline.run.repeated_ids import IdLine, first_lines_of_repeated
@@ -60,49 +63,82 @@ def no_ids() -> ShardIds:
     return ShardIds([], array("q"), bytearray())
 
 
-IdRow = tuple[str, int, bytes]
+def merged(pieces: Iterable[ShardIds]) -> ShardIds:
+    """One `ShardIds` of `pieces`, in their order."""
+    whole = no_ids()
+    for piece in pieces:
+        whole.ids.extend(piece.ids)
+        whole.lines.extend(piece.lines)
+        whole.digests.extend(piece.digests)
+    return whole
 
 
 class _IdsOfShard(beam.CombineFn):
-    """(id, line, digest)s of one shard -> its `ShardIds` (None inputs add nothing: they make
+    """`ShardIds` pieces of one shard -> its `ShardIds` (None inputs add nothing: they make
     every shard appear, queries or not)."""
 
-    def create_accumulator(self) -> ShardIds:
-        return no_ids()
+    def create_accumulator(self) -> list[ShardIds]:
+        return []
 
-    def add_input(self, seen: ShardIds, row: IdRow | None) -> ShardIds:
-        if row is not None:
-            seen.ids.append(row[0])
-            seen.lines.append(row[1])
-            seen.digests.extend(row[2])
-        return seen
+    def add_input(self, pieces: list[ShardIds], piece: ShardIds | None) -> list[ShardIds]:
+        if piece is not None:
+            pieces.append(piece)
+        return pieces
 
-    def merge_accumulators(self, accumulators: Iterable[ShardIds]) -> ShardIds:
-        merged = no_ids()
-        for more in accumulators:
-            merged.ids.extend(more.ids)
-            merged.lines.extend(more.lines)
-            merged.digests.extend(more.digests)
-        return merged
+    def merge_accumulators(self, accumulators: Iterable[list[ShardIds]]) -> list[ShardIds]:
+        return [piece for pieces in accumulators for piece in pieces]
 
-    def extract_output(self, seen: ShardIds) -> ShardIds:
-        return seen
+    def extract_output(self, pieces: list[ShardIds]) -> ShardIds:
+        # in input order where each piece holds lines in order and pieces do not interleave
+        # (a bundle reads a block of lines): the same on every runner
+        return merged(sorted(pieces, key=lambda piece: piece.lines[0]))
 
 
 DigestRecord = tuple[int, Any, bytes | None]
-"""(line or row number, the id as read, the record's digest): see `QuerySource.read_digests`."""
+"""(line or row number, the id as read, the record's digest): see `QuerySource.read_digests`,
+which gives them one at a time or in blocks (lists)."""
+
+GATHERED_ROWS = 100_000
+"""How many rows `_GatherShards` holds before it gives them on: a few MB."""
 
 
-def sharded_id(record: DigestRecord, shards: int
-               ) -> Iterator[tuple[int, IdRow] | pvalue.TaggedOutput]:
-    """(shard, (id, line, digest)) of a record that holds a usable id; the line number of
-    any other to `NO_ID` (the parse pass letters it)."""
-    number, found, digest = record
-    query_id = usable_id(found)
-    if query_id is None or digest is None:
-        yield pvalue.TaggedOutput(NO_ID, number)
-    else:
-        yield shard_of(query_id, shards), (query_id, number, digest)
+class _GatherShards(beam.DoFn):
+    """Digest records -> (shard, ShardIds) pieces of the bundle's records that hold a usable
+    id, given at the bundle's end (or every `GATHERED_ROWS` rows): one element per shard and
+    bundle, not per query. The line number of any other record to `NO_ID` (the parse pass
+    letters it)."""
+
+    def __init__(self, shards: int) -> None:
+        self._shards = shards
+
+    def start_bundle(self) -> None:
+        self._pieces: dict[int, ShardIds] = {}
+        self._held = 0
+
+    def process(self, records: DigestRecord | list[DigestRecord]) -> Iterator[Any]:
+        for number, found, digest in records if isinstance(records, list) else (records,):
+            query_id = usable_id(found)
+            if query_id is None or digest is None:
+                yield pvalue.TaggedOutput(NO_ID, number)
+                continue
+            shard = shard_of(query_id, self._shards)
+            piece = self._pieces.get(shard)
+            if piece is None:
+                piece = self._pieces[shard] = no_ids()
+            piece.ids.append(query_id)
+            piece.lines.append(number)
+            piece.digests.extend(digest)
+            self._held += 1
+        if self._held >= GATHERED_ROWS:
+            yield from self._given()
+
+    def finish_bundle(self) -> Iterator[WindowedValue]:
+        for shard, piece in self._given():
+            yield WindowedValue((shard, piece), MIN_TIMESTAMP, (GlobalWindow(),))
+
+    def _given(self) -> Iterator[tuple[int, ShardIds]]:
+        pieces, self._pieces, self._held = self._pieces, {}, 0
+        yield from sorted(pieces.items())
 
 
 def repeated_of(shard: tuple[int, ShardIds]) -> Iterator[IdLine]:
@@ -130,7 +166,7 @@ class ShardedQueryIds(beam.PTransform[beam.PCollection[DigestRecord], ShardedIds
         self._shards = shards
 
     def expand(self, records: beam.PCollection[DigestRecord]) -> ShardedIds:
-        found = records | "ShardIds" >> beam.FlatMap(sharded_id, self._shards).with_outputs(
+        found = records | "ShardIds" >> beam.ParDo(_GatherShards(self._shards)).with_outputs(
             NO_ID, main="rows")
         every = (records.pipeline
                  | "EveryShard" >> beam.Create([(k, None) for k in range(self._shards)]))
