@@ -20,9 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from connectors.embedded.vector_search import SCORE_TOLERANCE
 from connectors.search_port import ChunkHits, ContinuablePort
 from core.vectors import unit_rows
+from pipeline.run.entered_gains import Gains
 from pipeline.run.state_shards import starting_at_zero
 from stages.candidate_state import NO_BOUND, asked_width, joined, recalled_list
 from stages.continuation import same_top
@@ -42,13 +42,14 @@ class Continued:
 
 
 def continue_lists(query_ids: Sequence[str], lists: pa.ListArray, filtered: Sequence[bool],
-                   entered: tuple[str, ...], entered_vectors: np.ndarray,
+                   entered: tuple[str, ...], gains: Gains | None,
                    removed: frozenset[str], removed_ids: pa.Array, retrieve_k: int,
                    port: ContinuablePort) -> list[Continued | None]:
     """Each query's outcome (`Continued`, or `Pending`): `lists` holds each query's kept lists
-    (the state's column), `filtered` whether it has filters, `entered_vectors` the entered
-    chunks' unit vectors (`ContinuablePort.vectors_of`), `removed_ids` the `removed` ids as
-    one Arrow array (made once per run by the caller)."""
+    (the state's column), `filtered` whether it has filters, `gains` the `entered` chunks that
+    may score above each list's bound (`shard_continuation.entered_gains`; None when nothing
+    entered), `removed_ids` the `removed` ids as one Arrow array (made once per run by the
+    caller)."""
     per_query = np.diff(starting_at_zero(lists.offsets))
     flat = lists.flatten()
     count = len(flat)
@@ -62,10 +63,12 @@ def continue_lists(query_ids: Sequence[str], lists: pa.ListArray, filtered: Sequ
     score_values = np.asarray(flat.field("scores").flatten().to_numpy(zero_copy_only=False),
                               dtype=np.float64)
     queries, usable = unit_rows(_vectors(flat.field("vector"), flat.field("exact"), count))
-    candidates = _entered_candidates(queries, bounds, entered, entered_vectors, port)
+    candidates = _entered_candidates(queries, gains, entered, port)
     owner = np.repeat(np.arange(len(per_query)), per_query)
     pending = np.asarray(filtered, dtype=bool) | (per_query == 0)
     pending[owner[~usable]] = True
+    if gains is not None:
+        pending[owner[gains.unusable]] = True
     outcomes: list[Continued | None] = []
     moved: list[tuple[int, list[RecalledList]]] = []
     for query, k in enumerate(np.concatenate([[0], np.cumsum(per_query)])[:-1].tolist()):
@@ -113,18 +116,14 @@ def _vectors(vector: pa.ListArray, exact: pa.ListArray, count: int) -> np.ndarra
     return matrix
 
 
-def _entered_candidates(queries: np.ndarray, bounds: np.ndarray, entered: tuple[str, ...],
-                        entered_vectors: np.ndarray, port: ContinuablePort
+def _entered_candidates(queries: np.ndarray, gains: Gains | None, entered: tuple[str, ...],
+                        port: ContinuablePort
                         ) -> dict[int, tuple[tuple[str, ...], np.ndarray]]:
-    """For each list, the entered chunks that may score above its bound (scored roughly, with
-    `search_among`'s margin) and their exact scores."""
-    if not len(entered) or not len(queries):
+    """For each list, the entered chunks that may score above its bound (`gains`) and their
+    exact scores."""
+    if gains is None or not len(gains.lists) or not len(queries):
         return {}
-    rough = queries @ entered_vectors.T
-    floors = 2.0 * bounds - 1.0 - SCORE_TOLERANCE
-    lists, chunks = np.nonzero(rough > floors[:, None])
-    if not len(lists):
-        return {}
+    lists, chunks = gains.lists, gains.chunks
     split = np.flatnonzero(np.diff(lists)) + 1
     owners = [int(group[0]) for group in np.split(lists, split)]
     named = [tuple(entered[c] for c in group.tolist()) for group in np.split(chunks, split)]

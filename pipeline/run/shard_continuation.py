@@ -31,12 +31,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam import pvalue
 
-from connectors.embedded.vector_search import SCORE_TOLERANCE
 from connectors.search_port import ContinuablePort, KnowledgeSearchPort, PortFactory, can
 from core.errors import KnowledgeSearchError
-from core.vectors import unit_rows
 from pipeline.io.result_sink import ResultParts
 from pipeline.run.continued_lists import Continued, continue_lists
+from pipeline.run.entered_gains import Gains, entered_gains
 from pipeline.run.query_shards import ShardIds
 from pipeline.run.state_shards import (
     STATE_SCHEMA,
@@ -73,13 +72,14 @@ GONE = "gone"
 TAGS = (PARSE, JOIN, WRITTEN, KEPT, STATES, REPEATED, GONE, RECALL, PREVIOUS)
 
 
-def touched(lists: pa.ListArray, entered: np.ndarray, removed: pa.Array, retrieve_k: int
-            ) -> np.ndarray:
+def touched(lists: pa.ListArray, entered: np.ndarray, removed: pa.Array, retrieve_k: int,
+            gains: Gains | None = None) -> np.ndarray:
     """For each query (a list of kept lists), whether the store's changes may move its top:
     a kept chunk was removed or rewritten, an entered chunk may score above a list's bound
-    (roughly, with `search_among`'s own margin), a list holds fewer than `retrieve_k`
-    chunks above a bound (it would run out), or two of its kept chunks score the same (their
-    order is the store's order of rows, which a new version may change)."""
+    (roughly, with `search_among`'s own margin: `gains`, made here when not given), a list
+    holds fewer than `retrieve_k` chunks above a bound (it would run out), or two of its kept
+    chunks score the same (their order is the store's order of rows, which a new version may
+    change)."""
     queries = len(lists)
     flat = lists.flatten()
     if not len(flat):
@@ -97,7 +97,9 @@ def touched(lists: pa.ListArray, entered: np.ndarray, removed: pa.Array, retriev
     hit |= (sizes < retrieve_k) & np.isfinite(bounds)
     hit |= _has_ties(flat.field("scores"))
     if len(entered):
-        hit |= _may_gain(flat.field("vector"), bounds, entered)
+        found = gains if gains is not None else entered_gains(lists, entered)
+        hit |= found.unusable
+        hit[found.lists] = True
     owner = np.repeat(np.arange(queries), per_query)
     return (np.bincount(owner, weights=hit.astype(np.int64), minlength=queries) > 0) | (
         per_query == 0)
@@ -113,18 +115,6 @@ def _has_ties(scores: pa.ListArray) -> np.ndarray:
         first = np.isin(same, offsets)  # a list's first score has no score before in it
         tied[owner[~first]] = True
     return tied
-
-
-def _may_gain(vectors: pa.ListArray, bounds: np.ndarray, entered: np.ndarray) -> np.ndarray:
-    lengths = np.diff(np.asarray(vectors.offsets))
-    if vectors.null_count or not len(lengths) or np.any(lengths != entered.shape[1]):
-        return np.ones(len(bounds), dtype=bool)  # continued one by one, which says why
-    values = vectors.flatten().to_numpy(zero_copy_only=False).reshape(len(lengths), -1)
-    # roughly: in float32, within `SCORE_TOLERANCE` of the exact direction
-    unit, usable = unit_rows(values, working=np.float32)
-    rough = (unit @ entered.T).max(axis=1)
-    floor = 2.0 * bounds - 1.0 - SCORE_TOLERANCE
-    return (rough > floor) | ~usable
 
 
 class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
@@ -194,7 +184,9 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         line numbers tonight): those the changes do not touch are copied, the others
         continued."""
         counters.count(counters.QUERIES, len(standing))
-        moved = self._touched(previous.column("lists"))[standing]  # not a copy of the rows
+        lists = one_array(previous.column("lists"))  # not a copy of the rows
+        gains = self._gains(lists)
+        moved = self._touched(lists, gains)[standing]
         stand = np.flatnonzero(~moved)
         counters.count(counters.QUERIES_CONTINUED, len(stand))
         counters.count(counters.CONTINUED_UNCHANGED, len(stand))
@@ -208,7 +200,8 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         moved_rows: list[int] = []
         moved_lists: list[tuple[RecalledList, ...]] = []
         pending: list[int] = []
-        for row, outcome in enumerate(self._continued_columns(touched_rows)):
+        touched_gains = None if gains is None else gains.of_rows(lists, standing[at])
+        for row, outcome in enumerate(self._continued_columns(touched_rows, touched_gains)):
             if outcome is None:
                 pending.append(row)
                 continue
@@ -265,9 +258,11 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
                 yield pvalue.TaggedOutput(STATES, write_states(self._kept_dir, shard,
                                                                moved_states))
 
-    def _continued_columns(self, rows: pa.Table) -> list[Continued | None]:
-        """`continued_lists` of the touched rows, or every query pending where the store
-        cannot answer it (continued one by one, which says why)."""
+    def _continued_columns(self, rows: pa.Table, gains: Gains | None
+                           ) -> list[Continued | None]:
+        """`continued_lists` of the touched rows (`gains`: their lists' `Gains`, None when
+        nothing entered), or every query pending where the store cannot answer it (continued
+        one by one, which says why)."""
         entered = self._entered_matrix()
         port: Any = self._port_or_none()
         if (entered is None or port is None or not can(port, "scores_of")
@@ -278,7 +273,7 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
                                   one_array(rows.column("lists")),
                                   [f not in (None, "{}") for f in
                                    rows.column("filters").to_pylist()],
-                                  self._entered, entered, self._removed,
+                                  self._entered, gains, self._removed,
                                   self._removed_ids(), self._retrieve_k, port)
         except KnowledgeSearchError:
             return [None] * rows.num_rows
@@ -289,11 +284,19 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         except KnowledgeSearchError:
             return None
 
-    def _touched(self, lists: pa.ChunkedArray) -> np.ndarray:
+    def _gains(self, lists: pa.ListArray) -> Gains | None:
+        """The entered chunks that may gain on each of `lists`; None when nothing entered or
+        the store cannot give their vectors."""
+        entered = self._entered_matrix()
+        if entered is None or not len(entered):
+            return None
+        return entered_gains(lists, entered)
+
+    def _touched(self, lists: pa.ListArray, gains: Gains | None) -> np.ndarray:
         entered = self._entered_matrix()
         if entered is None:
             return np.ones(len(lists), dtype=bool)
-        return touched(one_array(lists), entered, self._removed_ids(), self._retrieve_k)
+        return touched(lists, entered, self._removed_ids(), self._retrieve_k, gains)
 
     def _removed_ids(self) -> pa.Array:
         """The removed ids as one Arrow array, made once for every shard."""

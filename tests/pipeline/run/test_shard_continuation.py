@@ -14,6 +14,7 @@ from connectors.embedded.row_search import _reported
 from connectors.embedded.vector_search import cosines
 from core.vectors import unit_rows
 from pipeline.io.query_ids import line_digest
+from pipeline.run.entered_gains import entered_gains
 from pipeline.run.query_shards import ShardIds, shard_count, shard_of
 from pipeline.run.shard_continuation import touched
 from pipeline.run.state_shards import LIST_TYPE, STATE_SCHEMA, compacted, state_row, with_lists
@@ -81,6 +82,28 @@ def test_an_untouched_query_gains_no_entered_chunk_above_its_bound(seed: int, en
         exact = _reported(cosines(entered, unit_rows([vector])[0][0]))
         if not was_moved:
             assert exact.max() <= row[0]["bound"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), per_query=st.lists(st.integers(0, 3), max_size=12),
+       picked=st.lists(st.integers(0, 11), max_size=12, unique=True))
+def test_the_gains_of_some_rows_are_those_of_those_rows_alone(
+        seed: int, per_query: list[int], picked: list[int]) -> None:
+    """A shard's gains are made once for all its lists; renumbered for the touched rows, they
+    are what the touched rows' lists alone would give, pair for pair."""
+    rng = np.random.default_rng(seed)
+    store = unit_rows(rng.normal(size=(60, DIM)))[0]
+    entered = unit_rows(rng.normal(size=(8, DIM)))[0]
+    lists = _lists([[_kept(rng.normal(size=DIM), store, 5) for _ in range(count)]
+                    for count in per_query])
+    rows = np.asarray([r for r in picked if r < len(per_query)], dtype=np.int64)
+    alone = entered_gains(lists.take(pa.array(rows, pa.int64())), entered)
+    renumbered = entered_gains(lists, entered).of_rows(lists, rows)
+    assert alone.lists.tolist() == renumbered.lists.tolist()
+    assert alone.chunks.tolist() == renumbered.chunks.tolist()
+    assert alone.unusable.tolist() == renumbered.unusable.tolist()
+    assert touched(lists, entered, pa.array([], pa.string()), 5).tolist() == touched(
+        lists, entered, pa.array([], pa.string()), 5, entered_gains(lists, entered)).tolist()
 
 
 def test_shards_and_digests_are_the_same_on_every_worker() -> None:
