@@ -59,7 +59,8 @@ def build_pipeline(
     """
     plan = plan or ContinuationPlan()
     errors = CollectingErrorHandler()
-    shards, split, by_shard, previous = None, None, None, None
+    ids, split, by_shard, previous = None, None, None, None
+    parts = None if plan.keeps is None else plan.keeps.parts
     if plan.shards is None:
         repeated_ids = (pipeline
                         | "ReadQueriesForIds" >> io.queries.read_ids()
@@ -68,15 +69,15 @@ def build_pipeline(
         # the ids pass digests whole records: tomorrow tells unchanged queries by them
         ids = (pipeline
                | "ReadQueriesForIds" >> io.queries.read_digests()
-               | "ShardedIds" >> ShardedQueryIds(plan.shards))
-        shards = ids.shards
-        repeated_ids = shards | "RepeatedIds" >> beam.FlatMap(repeated_of)
-    parts = None if plan.keeps is None else plan.keeps.parts
+               | "ShardedIds" >> ShardedQueryIds(plan.shards, parts))
+        if plan.continues is None:
+            repeated_ids = (ids.every_shard("Repeated")
+                            | "RepeatedIds" >> beam.FlatMap(repeated_of))
     snapshot_parts = None if io.snapshot is None else io.snapshot.parts()
     if plan.continues is not None:
-        assert shards is not None
+        assert ids is not None
         changes = plan.continues.changes
-        by_shard = shards | "ContinueShards" >> ContinueShards(
+        by_shard = ids.every_shard("Continue") | "ContinueShards" >> ContinueShards(
             port_factory or port_factory_for(settings), plan.continues.folder.queries,
             removed=changes.removed, entered=changes.entered,
             retrieve_k=settings.rag.retrieve_k, max_sub_queries=settings.rag.max_sub_queries,
@@ -116,9 +117,9 @@ def build_pipeline(
     # two would hold them all on the local runner
     moved = () if evidence.moved is None else (evidence.moved,)
     kept = None
-    if plan.keeps is not None and shards is not None:
+    if plan.keeps is not None and ids is not None:
         assert plan.shards is not None and parts is not None
-        kept = shards | "KeepState" >> WriteStateShards(
+        kept = ids.every_shard("Keep") | "KeepState" >> WriteStateShards(
             plan.keeps.queries, parts, plan.shards, evidence.states, (results, *moved),
             evidence.unchanged, None if by_shard is None else by_shard[shard.KEPT],
             None if by_shard is None else by_shard[shard.STATES], compare_with)

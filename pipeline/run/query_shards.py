@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import zlib
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import apache_beam as beam
+import pyarrow as pa
 from apache_beam import pvalue
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
@@ -22,6 +23,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from pipeline.io.query_ids import DIGEST_BYTES, usable_id
 from pipeline.run.repeated_ids import IdLine, first_lines_of_repeated
+from pipeline.run.shard_parts import PartIndex, batches_of_shard, write_shard_batches
 
 NO_ID = "no_id"
 """The tag of the line numbers of records that hold no usable id (the parse pass letters
@@ -101,15 +103,20 @@ which gives them one at a time or in blocks (lists)."""
 GATHERED_ROWS = 100_000
 """How many rows `_GatherShards` holds before it gives them on: a few MB."""
 
+IDS_SCHEMA = pa.schema([("id", pa.string()), ("line", pa.int64()),
+                        ("digest", pa.binary(DIGEST_BYTES))])
+"""A part file's batch of one shard's ids (see `shard_parts`)."""
+
 
 class _GatherShards(beam.DoFn):
-    """Digest records -> (shard, ShardIds) pieces of the bundle's records that hold a usable
-    id, given at the bundle's end (or every `GATHERED_ROWS` rows): one element per shard and
-    bundle, not per query. The line number of any other record to `NO_ID` (the parse pass
-    letters it)."""
+    """Digest records -> the ids of the bundle's records that hold a usable id, by shard,
+    given at the bundle's end (or every `GATHERED_ROWS` rows): with `parts_dir`, as a part
+    file of one batch per shard (its `PartIndex`), else as (shard, ShardIds) pieces, one per
+    shard. Either way one element per shard or part, not per query. The line number of any
+    other record to `NO_ID` (the parse pass letters it)."""
 
-    def __init__(self, shards: int) -> None:
-        self._shards = shards
+    def __init__(self, shards: int, parts_dir: str | None) -> None:
+        self._shards, self._dir = shards, parts_dir
 
     def start_bundle(self) -> None:
         self._pieces: dict[int, ShardIds] = {}
@@ -133,44 +140,89 @@ class _GatherShards(beam.DoFn):
             yield from self._given()
 
     def finish_bundle(self) -> Iterator[WindowedValue]:
-        for shard, piece in self._given():
-            yield WindowedValue((shard, piece), MIN_TIMESTAMP, (GlobalWindow(),))
+        for given in self._given():
+            yield WindowedValue(given, MIN_TIMESTAMP, (GlobalWindow(),))
 
-    def _given(self) -> Iterator[tuple[int, ShardIds]]:
+    def _given(self) -> Iterator[tuple[int, ShardIds] | PartIndex]:
         pieces, self._pieces, self._held = self._pieces, {}, 0
-        yield from sorted(pieces.items())
+        if self._dir is None:
+            yield from sorted(pieces.items())
+        elif pieces:
+            yield write_shard_batches(self._dir, "ids", IDS_SCHEMA, {
+                shard: pa.table([pa.array(piece.ids, pa.string()),
+                                 pa.array(piece.lines, pa.int64()),
+                                 pa.FixedSizeBinaryArray.from_buffers(
+                                     pa.binary(DIGEST_BYTES), len(piece.ids),
+                                     [None, pa.py_buffer(bytes(piece.digests))])],
+                                schema=IDS_SCHEMA)
+                for shard, piece in pieces.items()})
+
+
+def ids_of_shard(parts: Sequence[PartIndex], shard: int) -> ShardIds:
+    """Shard `shard`'s ids, read from the parts of the ids pass, in input order (see
+    `_IdsOfShard.extract_output`)."""
+    pieces = []
+    for batch in batches_of_shard(parts, shard):
+        if batch.num_rows:
+            pieces.append(ShardIds(batch.column(0).to_pylist(),
+                                   array("q", batch.column(1).to_pylist()),
+                                   bytearray(b"".join(batch.column(2).to_pylist()))))
+    return merged(sorted(pieces, key=lambda piece: piece.lines[0]))
+
+
+def _with_ids(shard: int, parts: Sequence[PartIndex]) -> tuple[int, ShardIds]:
+    return shard, ids_of_shard(parts, shard)
 
 
 def repeated_of(shard: tuple[int, ShardIds]) -> Iterator[IdLine]:
     yield from shard[1].repeated().items()
 
 
-class ShardedIds(NamedTuple):
-    shards: beam.PCollection[tuple[int, ShardIds]]
-    no_id: beam.PCollection[int]
+class ShardedIds:
+    """The ids pass's outcome: (shard, ShardIds) of every shard (`every_shard`), and the line
+    numbers of the records without a usable id (`no_id`)."""
+
+    def __init__(self, shards: int, no_id: beam.PCollection[int],
+                 combined: beam.PCollection[tuple[int, ShardIds]] | None = None,
+                 parts: beam.PCollection[PartIndex] | None = None) -> None:
+        self._shards, self.no_id = shards, no_id
+        self._combined, self._parts = combined, parts
+
+    def every_shard(self, label: str) -> beam.PCollection[tuple[int, ShardIds]]:
+        """(shard, ShardIds) of every shard, for one step (`label` names it). From part files,
+        each step reads its own, a shard at a time: on the local runner, a collection that
+        two steps read is held whole in memory until the second has run."""
+        if self._combined is not None:
+            return self._combined
+        assert self._parts is not None
+        return (self._parts.pipeline
+                | f"ShardsFor{label}" >> beam.Create(list(range(self._shards)))
+                | f"IdsFor{label}" >> beam.Map(_with_ids, beam.pvalue.AsList(self._parts)))
 
 
 class ShardedQueryIds(beam.PTransform[beam.PCollection[DigestRecord], ShardedIds]):
-    """Digest records (see `QuerySource.read_digests`) -> (shard, ShardIds) for every shard
-    in `range(shards)` (`shards`), and the line numbers of the records without a usable id
-    (`no_id`).
+    """Digest records (see `QuerySource.read_digests`) -> `ShardedIds`: the ids of every
+    shard in `range(shards)` (`shards`), written as part files into `parts_dir` when given
+    (the folder the run's state parts go to: see `shard_parts`), else combined in memory.
 
     Usage::
 
-        ids = records | ShardedQueryIds(128)
-        ids.shards, ids.no_id
+        ids = records | ShardedQueryIds(128, parts_dir)
+        ids.every_shard("Continue"), ids.no_id
     """
 
-    def __init__(self, shards: int) -> None:
+    def __init__(self, shards: int, parts_dir: str | None = None) -> None:
         super().__init__()
-        self._shards = shards
+        self._shards, self._dir = shards, parts_dir
 
     def expand(self, records: beam.PCollection[DigestRecord]) -> ShardedIds:
-        found = records | "ShardIds" >> beam.ParDo(_GatherShards(self._shards)).with_outputs(
-            NO_ID, main="rows")
+        found = records | "ShardIds" >> beam.ParDo(
+            _GatherShards(self._shards, self._dir)).with_outputs(NO_ID, main="rows")
+        if self._dir is not None:
+            return ShardedIds(self._shards, found[NO_ID], parts=found.rows)
         every = (records.pipeline
                  | "EveryShard" >> beam.Create([(k, None) for k in range(self._shards)]))
         shards = ((found.rows, every)
                   | "WithEveryShard" >> beam.Flatten()
                   | "IdsOfShard" >> beam.CombinePerKey(_IdsOfShard()))
-        return ShardedIds(shards, found[NO_ID])
+        return ShardedIds(self._shards, found[NO_ID], combined=shards)

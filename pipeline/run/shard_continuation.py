@@ -63,7 +63,7 @@ WRITTEN = "written"
 KEPT = "kept"
 """The tag of the rows of the queries that stand, per shard (`state_shards.KeptRows`)."""
 STATES = "states"
-"""The tag of the state parts written here (see `state_shards.PartIndex`): the new states of
+"""The tag of the state parts written here (see `shard_parts.PartIndex`): the new states of
 the queries that moved, whose results join them later."""
 REPEATED = "repeated"
 """The tag of (id, first line) of the ids that more than one line holds."""

@@ -31,6 +31,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from pipeline.io.json_lines import loads_json_line, shared_json_line, to_json_line
 from pipeline.run.changed_only import changed_results
 from pipeline.run.query_shards import ShardIds, shard_of
+from pipeline.run.shard_parts import PartIndex, batches_of_shard
 from stages.models import EmbeddedQuery, Query, QueryResult, QueryState, RawResult, RecalledList
 from stages.sub_queries import resolve_sub_queries
 from stages.support import counters
@@ -206,8 +207,6 @@ class StateFile:
 
 # -- writing --------------------------------------------------------------------------------
 
-PartIndex = tuple[str, bytes]
-"""A part file and the shard of each of its batches (int32s)."""
 
 
 class KeptRows(NamedTuple):
@@ -279,18 +278,6 @@ def write_shard_parts(rows: beam.PCollection[dict[str, Any] | None], label: str,
     return rows | label >> beam.ParDo(_WriteShardParts(parts_dir))
 
 
-def _rows_of_shard(parts: Sequence[PartIndex], shard: int) -> list[pa.RecordBatch]:
-    batches = []
-    for path, index in parts:
-        at = np.flatnonzero(np.frombuffer(index, dtype=np.int32) == shard)
-        if not at.size:
-            continue
-        with pa.OSFile(path) as source:
-            reader = pa.ipc.open_file(source)
-            batches += [reader.get_batch(int(i)) for i in at]
-    return batches
-
-
 def compacted(shard: int, ids: ShardIds, kept: set[str], states: list[pa.RecordBatch],
               results: list[pa.RecordBatch]) -> pa.Table:
     """Shard `shard`'s new rows of the new state, beside those that stand (`kept`, by id): a
@@ -352,9 +339,9 @@ class _CompactShard(beam.DoFn):
             with pa.memory_map(standing.path) as source:
                 kept_ids.update(pa.ipc.open_file(source).read_all().column(
                     "query_id").to_pylist())
-        new = _rows_of_shard(new_parts, shard)
-        copied = _rows_of_shard(copied_parts, shard)
-        table = compacted(shard, ids, kept_ids, _rows_of_shard(state_parts, shard),
+        new = batches_of_shard(new_parts, shard)
+        copied = batches_of_shard(copied_parts, shard)
+        table = compacted(shard, ids, kept_ids, batches_of_shard(state_parts, shard),
                           new + copied)
         paths = tuple(p for p in (standing.path,) if p)
         if table.num_rows:

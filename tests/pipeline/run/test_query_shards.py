@@ -4,11 +4,15 @@ apart."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline.io.query_ids import DIGEST_BYTES
 from pipeline.run import query_shards
 from pipeline.run.query_shards import ShardedQueryIds, shard_of
 
@@ -16,11 +20,21 @@ SHARDS = 3
 
 
 def _check_sharded(records: list, shards: list, no_id: list) -> None:
-    """Through the local runner: `records` (digest records, or lists of them) give `shards`
-    ((shard, ids, lines, digests) of each) and the NO_ID line numbers `no_id`."""
+    """Through the local runner, combined in memory and through part files: `records`
+    (digest records, or lists of them) give `shards` ((shard, ids, lines, digests) of each)
+    and the NO_ID line numbers `no_id`, to every step that reads them."""
+    with tempfile.TemporaryDirectory() as folder:
+        for parts in (None, os.path.join(folder, "parts")):
+            _check_through(records, shards, no_id, parts)
+
+
+def _check_through(records: list, shards: list, no_id: list, parts: str | None) -> None:
     with beam.Pipeline() as pipeline:
-        ids = pipeline | beam.Create(records, reshuffle=False) | ShardedQueryIds(SHARDS)
-        assert_that(ids.shards | "AsTuples" >> beam.Map(
+        ids = pipeline | beam.Create(records, reshuffle=False) | ShardedQueryIds(SHARDS, parts)
+        assert_that(ids.every_shard("Second") | "SecondAsTuples" >> beam.Map(
+            lambda shard: (shard[0], tuple(shard[1].ids))),
+            equal_to([(shard, names) for shard, names, _, _ in shards]), label="Second")
+        assert_that(ids.every_shard("First") | "AsTuples" >> beam.Map(
             lambda shard: (shard[0], tuple(shard[1].ids), tuple(shard[1].lines),
                            bytes(shard[1].digests))), equal_to(shards), label="Shards")
         assert_that(ids.no_id, equal_to(no_id), label="NoId")
@@ -43,7 +57,7 @@ def _expected(rows: list[tuple[int, object, bytes | None]]) -> tuple[list, list]
 
 _ROW = st.tuples(st.one_of(st.sampled_from(["a", "b", "c", "d", "é", "q7"]), st.none(),
                            st.integers(0, 3)),
-                 st.one_of(st.binary(min_size=2, max_size=2), st.none()))
+                 st.one_of(st.binary(min_size=DIGEST_BYTES, max_size=DIGEST_BYTES), st.none()))
 
 
 @settings(max_examples=10, deadline=None)
