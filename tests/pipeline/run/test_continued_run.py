@@ -175,6 +175,36 @@ def test_a_night_after_a_continued_one_continues_from_its_state(
         assert counts["queries_continued"] > 0 and counts["texts_embedded"] == 0
 
 
+def test_a_continued_run_without_a_snapshot_writes_what_one_with_it_writes(
+        night: tuple[Path, Path], tmp_path: Path) -> None:
+    """Without `--snapshot` the run keeps no state, and its query ids go through memory
+    instead of part files in the state's folder: the same queries continue, with the same
+    output."""
+    config, empty = night
+    rng = np.random.default_rng(5)
+    records = _records(rng, DOCS * PER_DOC, start=0)
+    _index(config, _write(tmp_path / "chunks1.jsonl", records))
+    queries = _write(tmp_path / "q.jsonl", _queries(rng, 40, "q"))
+    previous, _ = _run(config, queries, tmp_path / "n1", empty)
+    _index(config, _write(tmp_path / "chunks2.jsonl", _changed(rng, records, 4)))
+    _, kept = _run(config, queries, tmp_path / "kept", previous)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    assert main(["run", "--config", str(config), "--queries", str(queries), "--out",
+                 str(alone / "out.jsonl"), "--previous", str(previous), "--summary",
+                 str(alone / "summary.json")]) == 0
+    counts = json.loads((alone / "summary.json").read_text())["counts"]
+    assert _by_id(alone / "out.jsonl") == _by_id(tmp_path / "kept" / "out.jsonl")
+    assert counts["queries_continued"] == kept["queries_continued"] > 0
+    assert sorted(p.name for p in alone.iterdir()) == sorted(
+        ["out.jsonl", "out.jsonl.dead-letter.jsonl", "out.jsonl.gone.jsonl",
+         "out.jsonl.manifest.json", "summary.json"])
+    # the run with --snapshot left no part of its ids (nor of anything) in its state folder
+    state = Path(f"{tmp_path / 'kept' / 'snapshot.jsonl'}{STATE_SUFFIX}")
+    assert sorted(p.name for p in state.iterdir()) == ["chunks.arrow", QUERIES_FILE,
+                                                       "state.json"]
+
+
 def test_a_query_that_lost_more_than_its_margin_is_recalled_and_still_exact(
         night: tuple[Path, Path], tmp_path: Path) -> None:
     config, empty = night
