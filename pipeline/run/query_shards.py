@@ -1,9 +1,11 @@
 """The pass over the query ids of a run that keeps or continues state, by shard.
 
 Each query id hashes into one of a fixed number of shards (`shard_of`, recorded in the state).
-The pass gives one element per shard, whatever the number of queries: the shard's ids, their
-input lines and the digest of each raw record (a JSON line's bytes, or a Parquet row's
-canonical JSON). A record whose digest is the one PREV's state holds for its id is the same
+The pass gives each step that needs them one element per shard, whatever the number of
+queries: the shard's ids, their input lines and the digest of each raw record (a JSON line's
+bytes, or a Parquet row's columns). A run that keeps state writes them as part files by shard
+(`shard_parts`), which each such step reads a shard at a time; one that keeps none combines
+them in memory. A record whose digest is the one PREV's state holds for its id is the same
 query, recognised without parsing it (see `shard_continuation`).
 """
 
