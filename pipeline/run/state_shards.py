@@ -31,7 +31,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from pipeline.io.json_lines import loads_json_line, shared_json_line, to_json_line
 from pipeline.run.changed_only import changed_results
 from pipeline.run.query_shards import ShardIds, shard_of
-from pipeline.run.shard_parts import PartIndex, batches_of_shard
+from pipeline.run.shard_parts import PartIndex, batches_of_shard, write_shard_batches
 from stages.models import EmbeddedQuery, Query, QueryResult, QueryState, RawResult, RecalledList
 from stages.sub_queries import resolve_sub_queries
 from stages.support import counters
@@ -394,12 +394,8 @@ def _lines_of(batches: list[pa.RecordBatch]) -> dict[str, bytes]:
 
 def write_states(parts_dir: str, shard: int, rows: pa.Table) -> PartIndex:
     """Writes one shard's state rows (their results join them later) as a part of their
-    own."""
-    Path(parts_dir).mkdir(parents=True, exist_ok=True)
-    path = os.path.join(parts_dir, f"part-{uuid.uuid4().hex}")
-    with pa.ipc.new_file(path, STATE_SCHEMA) as writer:
-        writer.write_table(rows)
-    return path, np.asarray([shard], dtype=np.int32).tobytes()
+    own (one batch, as its index says)."""
+    return write_shard_batches(parts_dir, "part", STATE_SCHEMA, {shard: rows})
 
 
 def write_kept(parts_dir: str, shard: int, kept: pa.Table) -> str:
