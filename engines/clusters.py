@@ -37,9 +37,13 @@ def flink_cluster(home: Path, work: Path, slots: int = 2) -> Iterator[str]:
     settings["jobmanager"]["rpc"]["port"] = free_port()
     settings["rest"] = {"port": rest, "address": "localhost", "bind-address": "localhost"}
     settings["taskmanager"]["numberOfTaskSlots"] = slots
-    # the run's graph holds more shuffles than Flink's default network memory has buffers for
-    # at parallelism 2 ("Insufficient number of network buffers: required 512, but only 485")
+    # every blocking result partition of a batch job takes at least
+    # `taskmanager.network.sort-shuffle.min-buffers` (512 by default) of the network buffers
+    # while its producer runs, and the run's graph holds more shuffles than the default network
+    # memory has buffers for at parallelism 2 ("Insufficient number of network buffers:
+    # required 512, but only 485"; with 256mb, a continued night: "required 512, but only 507")
     settings["taskmanager"]["memory"]["network"] = {"min": "256mb", "max": "256mb"}
+    settings["taskmanager"].setdefault("network", {})["sort-shuffle"] = {"min-buffers": 128}
     # Beam's data channel to the SDK workers (gRPC on Netty) takes direct memory outside
     # Flink's network buffers: at the default 0 task off-heap a 10k-query run failed with
     # "OutOfMemoryError: Direct buffer memory"
