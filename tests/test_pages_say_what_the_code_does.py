@@ -15,6 +15,7 @@ import yaml
 from core.errors import ConfigError
 from pipeline.config import reference
 from pipeline.config.loader import load_settings
+from pipeline.run.continuation_plan import why_not_kept
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").rglob("*.yaml"))
@@ -89,3 +90,26 @@ def test_a_quoted_configuration_error_is_what_the_code_prints(
     with pytest.raises(ConfigError) as raised:
         load_settings(config, environ=environ or dict(os.environ), overrides=overrides)
     assert str(raised.value) == f"config {quoted}", page
+
+
+
+README_CONTINUES = {
+    (): (True, "dense recall and the flat index"),
+    ("rag.recall.mode=lexical",): (False, "lexical or hybrid recall"),
+    ("rag.recall.mode=hybrid",): (False, "lexical or hybrid recall"),
+    ("search.embedded.index=hnsw",): (False, "an HNSW index"),
+    ("search.backend=elasticsearch",): (False, "Elasticsearch answer every query in full"),
+}
+"""Each configuration the README's `run` row names: whether a night on it continues from the
+state, and the words that say so."""
+
+
+@pytest.mark.parametrize("overrides", README_CONTINUES, ids=lambda v: ",".join(v) or "default")
+def test_the_readme_says_which_configurations_continue_a_night(
+        overrides: tuple[str, ...], tmp_path: Path) -> None:
+    continues, words = README_CONTINUES[overrides]
+    row = next(line for line in (ROOT / "README.md").read_text().splitlines()
+               if line.startswith("| `rag-evidence run "))
+    settings = load_settings(overrides=[f"search.embedded.path={tmp_path}", *overrides])
+    assert (why_not_kept(settings, tmp_path) is None) is continues
+    assert words in row

@@ -97,7 +97,7 @@ def plan_continuation(settings: Settings, io: RunIO, version: Path | None,
 def _planned(settings: Settings, io: RunIO, version: Path | None,
              previous_manifest: dict[str, Any] | None) -> ContinuationPlan:
     backend = backend_of(settings)
-    why_not = _why_not_kept(settings, version)
+    why_not = why_not_kept(settings, version)
     keeps = None if why_not or io.snapshot is None else StateFolder.of_snapshot(
         io.snapshot.location)
     current = None
@@ -139,7 +139,9 @@ def _is_empty(location: str) -> bool:
     return is_local(location) and os.path.getsize(location) == 0
 
 
-def _why_not_kept(settings: Settings, version: Path | None) -> str | None:
+def why_not_kept(settings: Settings, version: Path | None) -> str | None:
+    """Why a run with `settings` keeps no state and continues from none (the README's commands
+    table names each case), or None when it does."""
     backend = backend_of(settings)
     if not settings.job.keep_state:
         return "job.keep-state is false"
