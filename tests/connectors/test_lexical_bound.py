@@ -1,0 +1,74 @@
+"""The bound of `lexical_bound` against the store's real BM25 index: after any change of the
+chunks, a chunk whose words did not change scores at most its old score times
+`score_factor`, for any query; and the factor is no looser than it must be where the
+statistics do not move."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from connectors.embedded.lexical import LexicalIndex, indexed, tokens
+from connectors.embedded.lexical_bound import SCORE_MARGIN, LexicalStatistics, score_factor
+
+WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "the"]
+"""A few words, one of them a stop word, so that chunks share words often."""
+STEMMER = "none"
+
+chunk_texts = st.lists(st.sampled_from(WORDS), max_size=7).map(" ".join)
+
+
+def _scores(contents: list[str], query: str) -> np.ndarray:
+    retriever = indexed(contents, STEMMER)
+    return LexicalIndex.held(retriever, len(contents), STEMMER).scores(query)
+
+
+def _statistics(contents: list[str]) -> LexicalStatistics:
+    return LexicalStatistics.of(tokens(contents, STEMMER))
+
+
+@settings(max_examples=150, deadline=None)
+@given(old=st.lists(chunk_texts, min_size=1, max_size=12),
+       kept=st.data(),
+       added=st.lists(chunk_texts, max_size=8),
+       query=st.lists(st.sampled_from([*WORDS, "kiwi"]), min_size=1, max_size=4).map(" ".join))
+def test_an_unchanged_chunk_scores_at_most_its_old_score_times_the_factor(
+        old: list[str], kept: st.DataObject, added: list[str], query: str) -> None:
+    standing = kept.draw(st.lists(st.sampled_from(range(len(old))), unique=True, min_size=1))
+    new = [old[i] for i in standing] + added  # the others deleted (or rewritten: added anew)
+    before, after = _scores(old, query), _scores(new, query)
+    factor = score_factor(_statistics(old), _statistics(new), tokens([query], STEMMER)[0])
+    for at, row in enumerate(standing):
+        assert after[at] <= before[row] * factor * (1 + SCORE_MARGIN) + 1e-30, (
+            old[row], query, before[row], after[at], factor)
+
+
+@given(old=st.lists(chunk_texts, min_size=1, max_size=12),
+       query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4).map(" ".join))
+def test_a_store_that_did_not_change_gives_a_factor_of_one_or_nothing_to_bound(
+        old: list[str], query: str) -> None:
+    statistics = _statistics(old)
+    terms = tokens([query], STEMMER)[0]
+    factor = score_factor(statistics, statistics, terms)
+    matches = any(t in statistics.frequencies for t in terms)
+    assert factor == (1.0 if matches else 0.0)
+
+
+def test_the_statistics_are_those_the_index_scores_with() -> None:
+    contents = ["apple banana apple", "the of and", "banana cherry", "",
+                "cherry cherry cherry apple"]
+    statistics = _statistics(contents)
+    assert (statistics.chunks, statistics.mean_length) == (5, 9 / 5)
+    assert statistics.frequencies == {"apple": 2, "banana": 2, "cherry": 2}
+    # apple twice in the first chunk, of 3 words, k1 1.5, b 0.75 (bm25s's defaults)
+    apple = statistics.idf("apple") * 2 / (2 + 1.5 * (1 - 0.75 + 0.75 * 3 / (9 / 5)))
+    assert np.isclose(_scores(contents, "apple")[0], apple, rtol=1e-6)
+
+
+def test_a_store_grown_with_longer_chunks_and_rarer_terms_raises_the_factor() -> None:
+    old = ["apple banana", "apple cherry", "date"]
+    new = [*old, "fig grape fig grape fig grape", "elder elder elder elder"]
+    factor = score_factor(_statistics(old), _statistics(new), ["apple"])
+    assert factor > 1.0
+    assert _scores(new, "apple")[0] > _scores(old, "apple")[0]  # the raise is real
