@@ -1,6 +1,7 @@
 """The pages say what the code does: every key of a shipped config is a documented setting
 whose listed values (`a | b` in its comment) are the ones it takes, and every configuration
-error quoted in docs/ is the message the code prints for that input."""
+error quoted in docs/ is the message the code prints for that input, and the README says which
+configurations continue a night from its state."""
 
 from __future__ import annotations
 
@@ -90,7 +91,6 @@ def test_a_quoted_configuration_error_is_what_the_code_prints(
     with pytest.raises(ConfigError) as raised:
         load_settings(config, environ=environ or dict(os.environ), overrides=overrides)
     assert str(raised.value) == f"config {quoted}", page
-
 
 
 README_CONTINUES = {
