@@ -1,7 +1,8 @@
 """The bound of `lexical_bound` against the store's real BM25 index: after any change of the
 chunks, a chunk whose words did not change scores at most its old score times
-`score_factor`, for any query; and the factor is no looser than it must be where the
-statistics do not move."""
+`score_factor`, for any query, so that no unchanged chunk a kept list left out scores above
+its bound times the factor; and the factor is no looser than it must be where the statistics
+do not move."""
 
 from __future__ import annotations
 
@@ -42,6 +43,29 @@ def test_an_unchanged_chunk_scores_at_most_its_old_score_times_the_factor(
     for at, row in enumerate(standing):
         assert after[at] <= before[row] * factor * (1 + SCORE_MARGIN) + 1e-30, (
             old[row], query, before[row], after[at], factor)
+
+
+@settings(max_examples=100, deadline=None)
+@given(old=st.lists(chunk_texts, min_size=2, max_size=12),
+       drawn=st.data(),
+       added=st.lists(chunk_texts, max_size=8),
+       query=st.lists(st.sampled_from([*WORDS, "kiwi"]), min_size=1, max_size=4).map(" ".join))
+def test_no_unchanged_chunk_outside_a_kept_list_scores_above_its_inflated_bound(
+        old: list[str], drawn: st.DataObject, added: list[str], query: str) -> None:
+    before = _scores(old, query)
+    kept = drawn.draw(st.integers(1, len(old) - 1), label="kept")
+    order = np.lexsort((np.arange(len(old)), -before))  # as a search ranks them
+    bound = float(before[order[kept]])  # the first score left out
+    standing = drawn.draw(st.lists(st.sampled_from(range(len(old))), unique=True, min_size=1),
+                          label="standing")
+    new = [old[i] for i in standing] + added
+    after = _scores(new, query)
+    factor = score_factor(_statistics(old), _statistics(new), tokens([query], STEMMER)[0])
+    left_out = set(order[kept:].tolist())
+    for at, row in enumerate(standing):
+        if row in left_out:
+            assert after[at] <= bound * factor * (1 + SCORE_MARGIN) + 1e-30, (
+                old[row], query, bound, after[at], factor)
 
 
 @given(old=st.lists(chunk_texts, min_size=1, max_size=12),
