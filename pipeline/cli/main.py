@@ -158,6 +158,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"rag-evidence: crashed: {type(error).__name__}: {redact(str(error))[:500]} (the "
               "traceback is above); the job did not finish: no manifest was written and the "
               "embedded store keeps its version", file=sys.stderr)
+        from pipeline.cli.crash_hints import crash_hint
+
+        hint = crash_hint(str(error))
+        if hint is not None:
+            print(f"rag-evidence: {hint}", file=sys.stderr)
         return CRASHED
 
 
