@@ -6,6 +6,8 @@ do not move."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,43 +31,50 @@ def _statistics(contents: list[str]) -> LexicalStatistics:
     return LexicalStatistics.of(tokens(contents, STEMMER))
 
 
-@settings(max_examples=150, deadline=None)
-@given(old=st.lists(chunk_texts, min_size=1, max_size=12),
-       kept=st.data(),
-       added=st.lists(chunk_texts, max_size=8),
-       query=st.lists(st.sampled_from([*WORDS, "kiwi"]), min_size=1, max_size=4).map(" ".join))
-def test_an_unchanged_chunk_scores_at_most_its_old_score_times_the_factor(
-        old: list[str], kept: st.DataObject, added: list[str], query: str) -> None:
-    standing = kept.draw(st.lists(st.sampled_from(range(len(old))), unique=True, min_size=1))
-    new = [old[i] for i in standing] + added  # the others deleted (or rewritten: added anew)
-    before, after = _scores(old, query), _scores(new, query)
+class Change(NamedTuple):
+    """A store before and after a change, and a query's scores in each: `standing` are the
+    old rows that stand, in the order the new store holds them first."""
+
+    old: list[str]
+    standing: list[int]
+    before: np.ndarray
+    after: np.ndarray
+    factor: float
+
+
+@st.composite
+def changes(draw: st.DrawFn, min_chunks: int = 1) -> Change:
+    old = draw(st.lists(chunk_texts, min_size=min_chunks, max_size=12))
+    standing = draw(st.lists(st.sampled_from(range(len(old))), unique=True, min_size=1))
+    # the others are deleted, or rewritten (added anew)
+    new = [old[i] for i in standing] + draw(st.lists(chunk_texts, max_size=8))
+    query = " ".join(draw(st.lists(st.sampled_from([*WORDS, "kiwi"]), min_size=1,
+                                   max_size=4)))
     factor = score_factor(_statistics(old), _statistics(new), tokens([query], STEMMER)[0])
-    for at, row in enumerate(standing):
-        assert after[at] <= before[row] * factor * (1 + SCORE_MARGIN) + 1e-30, (
-            old[row], query, before[row], after[at], factor)
+    return Change(old, standing, _scores(old, query), _scores(new, query), factor)
+
+
+@settings(max_examples=150, deadline=None)
+@given(change=changes())
+def test_an_unchanged_chunk_scores_at_most_its_old_score_times_the_factor(
+        change: Change) -> None:
+    for at, row in enumerate(change.standing):
+        assert change.after[at] <= change.before[row] * change.factor * (1 + SCORE_MARGIN) \
+            + 1e-30, (change.old[row], change.before[row], change.after[at], change.factor)
 
 
 @settings(max_examples=100, deadline=None)
-@given(old=st.lists(chunk_texts, min_size=2, max_size=12),
-       drawn=st.data(),
-       added=st.lists(chunk_texts, max_size=8),
-       query=st.lists(st.sampled_from([*WORDS, "kiwi"]), min_size=1, max_size=4).map(" ".join))
+@given(change=changes(min_chunks=2), drawn=st.data())
 def test_no_unchanged_chunk_outside_a_kept_list_scores_above_its_inflated_bound(
-        old: list[str], drawn: st.DataObject, added: list[str], query: str) -> None:
-    before = _scores(old, query)
-    kept = drawn.draw(st.integers(1, len(old) - 1), label="kept")
-    order = np.lexsort((np.arange(len(old)), -before))  # as a search ranks them
-    bound = float(before[order[kept]])  # the first score left out
-    standing = drawn.draw(st.lists(st.sampled_from(range(len(old))), unique=True, min_size=1),
-                          label="standing")
-    new = [old[i] for i in standing] + added
-    after = _scores(new, query)
-    factor = score_factor(_statistics(old), _statistics(new), tokens([query], STEMMER)[0])
+        change: Change, drawn: st.DataObject) -> None:
+    kept = drawn.draw(st.integers(1, len(change.old) - 1), label="kept")
+    order = np.lexsort((np.arange(len(change.old)), -change.before))  # as a search ranks
+    bound = float(change.before[order[kept]])  # the first score left out
     left_out = set(order[kept:].tolist())
-    for at, row in enumerate(standing):
+    for at, row in enumerate(change.standing):
         if row in left_out:
-            assert after[at] <= bound * factor * (1 + SCORE_MARGIN) + 1e-30, (
-                old[row], query, bound, after[at], factor)
+            assert change.after[at] <= bound * change.factor * (1 + SCORE_MARGIN) + 1e-30, (
+                change.old[row], bound, change.after[at], change.factor)
 
 
 @given(old=st.lists(chunk_texts, min_size=1, max_size=12),
