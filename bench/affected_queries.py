@@ -53,14 +53,19 @@ def answers(store: Path, queries: np.ndarray, k: int = K
     return ids, scores, seconds
 
 
+def changed_rows(chunks: int, share: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows `change` rewrites and deletes (`share` / 3 of `chunks` each), and the new
+    vectors: the rewritten rows' first, then the added rows'."""
+    count = int(chunks * share) // 3
+    rows = np.random.default_rng(7).choice(chunks, size=2 * count, replace=False)
+    return rows[:count], rows[count:], _clustered(2 * count, DIM, seed=9)
+
+
 def change(store: Path, chunks: int, share: float) -> tuple[set[str], np.ndarray]:
     """Rewrites, deletes and adds `share` of the store in equal parts; returns the ids whose
     old answers can no longer be trusted (rewritten, deleted) and the delta's vectors."""
-    count = int(chunks * share) // 3
-    rng = np.random.default_rng(7)
-    rows = rng.choice(chunks, size=2 * count, replace=False)
-    rewritten, deleted = rows[:count], rows[count:]
-    new_vectors = _clustered(2 * count, DIM, seed=9)
+    rewritten, deleted, new_vectors = changed_rows(chunks, share)
+    count = len(rewritten)
     target = EmbeddedStoreTarget(store)
     target.prepare(DIM, None)
     writer = target.open_writer()

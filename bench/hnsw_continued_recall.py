@@ -23,6 +23,7 @@ import time
 
 import faiss
 import numpy as np
+from affected_queries import changed_rows
 from bulk_scale import _clustered, query_vectors
 
 from stages.candidate_state import KEPT_BEYOND
@@ -47,10 +48,9 @@ def _recall(found: list[np.ndarray] | np.ndarray, truth: np.ndarray) -> float:
 def _changed(base: np.ndarray) -> tuple[np.ndarray, np.ndarray, set[int], np.ndarray]:
     """The changed store (rows by id, deleted ones kept in place), which ids are alive, the
     ids whose old scores cannot be trusted, and the entered ids."""
-    count = CHUNKS // 100 // 3
-    rows = np.random.default_rng(7).choice(CHUNKS, size=2 * count, replace=False)
-    rewritten, deleted = rows[:count], rows[count:]
-    fresh = _clustered(2 * count, DIM, seed=9).astype(np.float32)
+    rewritten, deleted, fresh = changed_rows(CHUNKS, 0.01)
+    count = len(rewritten)
+    fresh = fresh.astype(np.float32)
     changed = np.vstack([base, fresh[count:]])
     changed[rewritten] = fresh[:count]
     alive = np.ones(len(changed), dtype=bool)
