@@ -24,6 +24,7 @@ from connectors.embedded.vector_search import (
     HnswParams,
     Neighbours,
     exact_neighbours,
+    rescored,
 )
 from connectors.events import (
     HNSW_AUDITED,
@@ -61,7 +62,7 @@ class AuditedGraph:
             return exact_neighbours(self._vectors, queries, ks)
         if not self._calibrated:
             return self._calibrate(queries, ks)
-        found = self._graph.neighbours(queries, ks)
+        found = rescored(self._vectors, queries, self._graph.neighbours(queries, ks))
         sample = self._sample(len(queries))
         if sample:
             exact = exact_neighbours(self._vectors, queries[sample], [ks[i] for i in sample])
@@ -69,13 +70,8 @@ class AuditedGraph:
         return found
 
     def _sample(self, count: int) -> list[int]:
-        """Every (1 / audit-rate)-th query this search has seen."""
-        rate = self._params.audit_rate
         first, self._seen = self._seen, self._seen + count
-        if rate <= 0:
-            return []
-        period = max(1, round(1 / rate))
-        return [i for i in range(count) if (first + i) % period == 0]
+        return audit_sample(first, count, self._params.audit_rate)
 
     def _audit(self, found: Neighbours, exact: Neighbours) -> float:
         hits, expected = _overlap(found, exact)
@@ -140,6 +136,15 @@ def next_step(recall: float, floor: float, graph_seconds: float, exact_seconds: 
     if graph_seconds >= exact_seconds or ef >= MAX_EF_SEARCH:
         return "exact"
     return "raise"
+
+
+def audit_sample(first: int, count: int, rate: float) -> list[int]:
+    """Of `count` queries, numbered from `first` in what an audit has seen, the positions of
+    every (1 / `rate`)-th (none at rate 0)."""
+    if rate <= 0:
+        return []
+    period = max(1, round(1 / rate))
+    return [i for i in range(count) if (first + i) % period == 0]
 
 
 def _overlap(found: Neighbours, exact: Neighbours) -> tuple[int, int]:

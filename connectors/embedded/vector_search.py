@@ -115,6 +115,18 @@ def exact_neighbours(vectors: np.ndarray, queries: np.ndarray, ks: list[int]) ->
     return result
 
 
+def rescored(vectors: np.ndarray, queries: np.ndarray, found: Neighbours) -> Neighbours:
+    """Neighbours an approximate index found, scored as exact search scores them (`cosines`),
+    best first, ties by lower row: a chunk's score does not depend on the index that found
+    it, so a continued HNSW list can mix kept chunks with entered ones scored exactly."""
+    answered: Neighbours = []
+    for query, (rows, _) in zip(queries, found, strict=True):
+        scores = cosines(vectors, query, rows)
+        order = np.lexsort((rows, -scores))
+        answered.append((rows[order], scores[order]))
+    return answered
+
+
 def subset_neighbours(vectors: np.ndarray, query: np.ndarray, rows: np.ndarray, k: int
                       ) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-`k` among `rows` only (a filter's matches), ties by lower row, scored by

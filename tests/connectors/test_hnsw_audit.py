@@ -116,3 +116,27 @@ def test_ef_search_takes_auto_and_refuses_other_words() -> None:
     assert HnswParams(ef_search="auto").first_ef == 16
     with pytest.raises(ValueError, match="ef-search=0: must be at least 1"):
         HnswParams(ef_search=0)
+
+
+def test_a_chunk_the_graph_finds_has_the_score_exact_search_gives_it(hard_store: Path) -> None:
+    # a continued HNSW list mixes kept hits with entered chunks scored exactly: one score a
+    # chunk, whatever found it (faiss's own float32 scores depend on the batch)
+    params = HnswParams(ef_search=16, audit_rate=0)
+    graph = EmbeddedStore.open(hard_store, "hnsw", params)
+    flat_scores = {}
+    vectors = unit_vectors(64, dim=DIM, seed=11)
+    requests = [SearchRequest(vector=tuple(v.tolist()), k=20) for v in vectors]
+    exact = EmbeddedStore.open(hard_store).search_among(
+        requests, [[f"doc{i}#chunk-0" for i in range(4000)]] * len(requests), [-1.0] * len(requests))
+    for n, hits in enumerate(exact):
+        assert not isinstance(hits, Exception)
+        flat_scores.update({(n, i): s for i, s in zip(hits.ids, hits.scores, strict=True)})
+    shared = 0
+    for n, hits in enumerate(graph.search_chunks(requests)):
+        assert not isinstance(hits, Exception)
+        assert list(hits.scores) == sorted(hits.scores, reverse=True)
+        for chunk, score in zip(hits.ids, hits.scores, strict=True):
+            if (n, chunk) in flat_scores:
+                shared += 1
+                assert score == flat_scores[(n, chunk)]
+    assert shared > 64 * 3  # a small ef on isotropic data finds a few of the exact top
