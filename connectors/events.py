@@ -19,7 +19,14 @@ HNSW_AUDITED, HNSW_EXPECTED, HNSW_FOUND, HNSW_SETTLED, HNSW_EF, HNSW_EXACT = HNS
 """The HNSW search's audit: queries also searched exactly, the exact hits among them and how
 many of those the graph found; with `ef-search: auto`, each time a worker settles, the ef it
 settled on (summed: divide by settlements), and each time it found exact search cheaper."""
-EVENTS = REQUEST_EVENTS + HNSW_EVENTS
+HNSW_CONTINUED_AUDITED, HNSW_CONTINUED_EXPECTED, HNSW_CONTINUED_FOUND = HNSW_CONTINUED_EVENTS = (
+    "hnsw_continued_audited_lists", "hnsw_continued_audit_expected",
+    "hnsw_continued_audit_found")
+"""The audit of a continued HNSW night's lists, apart from the graph's (a continued list is
+last night's graph's answer made exact where the store changed: see
+`pipeline.run.continued_audit`): lists also searched exactly, the exact hits among them and
+how many of those the continued list holds."""
+EVENTS = REQUEST_EVENTS + HNSW_EVENTS + HNSW_CONTINUED_EVENTS
 
 EventHook = Callable[[str, int], None]
 """Told of each of `EVENTS` as it happens, with an amount."""

@@ -198,6 +198,15 @@ class ContinuablePort(ColumnPort, Protocol):
                      ) -> list[ChunkOutcome]: ...
 
 
+@runtime_checkable
+class AuditablePort(Protocol):
+    """A port whose index may be approximate and that can also search exactly:
+    `exact_ids(vectors, k)` gives each unit query vector's exact top `k` ids over the whole
+    store, best first (what an audit of a continued list compares it with)."""
+
+    def exact_ids(self, vectors: np.ndarray, k: int) -> list[list[str]]: ...
+
+
 def can(port: object, method: str) -> bool:
     """Whether `port` has `method` (`search_chunks`, `contents`): asked once per port type, since
     a protocol's `isinstance` costs more than a search of one query."""

@@ -94,10 +94,10 @@ def test_a_quoted_configuration_error_is_what_the_code_prints(
 
 
 README_CONTINUES = {
-    (): (True, "dense recall and the flat index"),
+    (): (True, "dense recall (flat index"),
     ("rag.recall.mode=lexical",): (False, "lexical or hybrid recall"),
     ("rag.recall.mode=hybrid",): (False, "lexical or hybrid recall"),
-    ("search.embedded.index=hnsw",): (False, "an HNSW index"),
+    ("search.embedded.index=hnsw",): (True, "or HNSW with the continued lists' recall audited"),
     ("search.backend=elasticsearch",): (False, "Elasticsearch answer every query in full"),
 }
 """Each configuration the README's `run` row names: whether a night on it continues from the

@@ -138,6 +138,11 @@ class RowSearch:
         """The unit float32 vectors of `rows`, as `search_among` scores them roughly."""
         return np.asarray(self._vectors[rows], dtype=np.float32)
 
+    def exact_rows(self, queries: np.ndarray, k: int) -> list[np.ndarray]:
+        """Each unit query's exact top `k` rows over the whole store, whatever index it has
+        (what an audit of an approximate answer compares with)."""
+        return [rows for rows, _ in exact_neighbours(self._vectors, queries, [k] * len(queries))]
+
     def _exact(self, queries: np.ndarray, ks: list[int]) -> list[tuple[np.ndarray, np.ndarray]]:
         return exact_neighbours(self._vectors, queries, ks)
 

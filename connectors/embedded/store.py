@@ -179,6 +179,16 @@ class EmbeddedStore:
             raise KnowledgeSearchError("the embedded store was closed; open it again to search")
         return self._rows.scores_of(vectors, [self._held_rows(named) for named in ids])
 
+    def exact_ids(self, vectors: np.ndarray, k: int) -> list[list[str]]:
+        """See `ContinuablePort`."""
+        if self._closed:
+            raise KnowledgeSearchError("the embedded store was closed; open it again to search")
+        found = self._rows.exact_rows(vectors, k)
+        ids, _ = self._identities.take(np.concatenate(found) if found else
+                                       np.empty(0, np.int64))
+        ends = np.cumsum([len(rows) for rows in found]).tolist()
+        return [list(ids[start:end]) for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+
     def hits_of(self, ids: Sequence[Sequence[str]], scores: Sequence[Sequence[float]]
                 ) -> list[ChunkHits]:
         """See `ContinuablePort`."""

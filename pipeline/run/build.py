@@ -20,7 +20,7 @@ from pipeline.io.run_io import RunIO
 from pipeline.io.single_file_sink import TextLines, WriteToSingleFile
 from pipeline.run import shard_continuation as shard
 from pipeline.run.changed_only import KeepChanged, counted_new
-from pipeline.run.continuation_plan import ContinuationPlan
+from pipeline.run.continuation_plan import ContinuationPlan, continued_audit_rate
 from pipeline.run.continued_queries import (
     COMPARE,
     FULL,
@@ -81,7 +81,8 @@ def build_pipeline(
             port_factory or port_factory_for(settings), plan.continues.folder.queries,
             removed=changes.removed, entered=changes.entered,
             retrieve_k=settings.rag.retrieve_k, max_sub_queries=settings.rag.max_sub_queries,
-            batch_size=settings.search.batch_size, kept_dir=parts, snapshot=snapshot_parts)
+            batch_size=settings.search.batch_size, kept_dir=parts, snapshot=snapshot_parts,
+            audit_rate=continued_audit_rate(settings))
         repeated_ids = by_shard[shard.REPEATED]
         wanted = ((by_shard[shard.PARSE], ids.no_id)
                   | "LinesToParse" >> beam.Flatten()

@@ -152,9 +152,15 @@ def why_not_kept(settings: Settings, version: Path | None) -> str | None:
     if settings.rag.recall.mode != "dense":
         return (f"rag.recall.mode={settings.rag.recall.mode}: BM25 scores move with any "
                 "change of the store")
-    if settings.search.embedded.index != "flat":
-        return "search.embedded.index=hnsw: only exact (flat) recall is continued"
     return None
+
+
+def continued_audit_rate(settings: Settings) -> float:
+    """The share of a continued night's queries audited against exact search
+    (`pipeline.run.continued_audit`): the HNSW audit's rate on an HNSW store, none on a flat
+    one (its continued lists are exact)."""
+    embedded = settings.search.embedded
+    return embedded.hnsw.audit_rate if embedded.index == "hnsw" else 0.0
 
 
 def _refused(keeps: StateFolder | None, why: str, chunks: ChunkTable | None = None

@@ -52,7 +52,6 @@ def continue_lists(query_ids: Sequence[str], lists: pa.ListArray, filtered: Sequ
     caller)."""
     per_query = np.diff(starting_at_zero(lists.offsets))
     flat = lists.flatten()
-    count = len(flat)
     reasons = flat.field("reason").to_pylist()
     bounds = np.asarray(flat.field("bound").to_numpy(zero_copy_only=False), dtype=np.float64)
     ids = flat.field("ids")
@@ -62,7 +61,7 @@ def continue_lists(query_ids: Sequence[str], lists: pa.ListArray, filtered: Sequ
         zero_copy_only=False), dtype=bool)
     score_values = np.asarray(flat.field("scores").flatten().to_numpy(zero_copy_only=False),
                               dtype=np.float64)
-    queries, usable = unit_rows(_vectors(flat.field("vector"), flat.field("exact"), count))
+    queries, usable = unit_rows(list_vectors(flat))
     candidates = _entered_candidates(queries, gains, entered, port)
     owner = np.repeat(np.arange(len(per_query)), per_query)
     pending = np.asarray(filtered, dtype=bool) | (per_query == 0)
@@ -105,8 +104,10 @@ def continue_lists(query_ids: Sequence[str], lists: pa.ListArray, filtered: Sequ
     return _with_hits(outcomes, moved, query_ids, retrieve_k, port)
 
 
-def _vectors(vector: pa.ListArray, exact: pa.ListArray, count: int) -> np.ndarray:
-    """Each list's sub-query vector, in float64, exactly as the state holds it."""
+def list_vectors(flat: pa.StructArray) -> np.ndarray:
+    """Each kept list's sub-query vector (`flat`: kept lists, as the state holds them), in
+    float64, exactly as the state holds it."""
+    vector, exact, count = flat.field("vector"), flat.field("exact"), len(flat)
     values = np.asarray(vector.flatten().to_numpy(zero_copy_only=False), dtype=np.float64)
     matrix = values.reshape(count, -1) if count else values.reshape(0, 0)
     if exact.null_count < len(exact):

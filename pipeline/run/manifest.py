@@ -60,6 +60,7 @@ def run_manifest(settings: Settings, io: RunIO, summary: RunSummary, options: Pi
         "dead_letters": {**_file(io.dead_letters), "by_stage": _stages(io.dead_letters)},
         **_previous(io),
         "counts": summary.counts,
+        **({"hnsw_recall": recalls} if (recalls := summary.hnsw_recalls()) else {}),
         "balanced": summary.balanced,
         "started": started.isoformat(),
         "ended": ended.isoformat(),

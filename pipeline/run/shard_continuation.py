@@ -34,7 +34,8 @@ from apache_beam import pvalue
 from connectors.search_port import ContinuablePort, KnowledgeSearchPort, PortFactory, can
 from core.errors import KnowledgeSearchError
 from pipeline.io.result_sink import ResultParts
-from pipeline.run.continued_lists import Continued, continue_lists
+from pipeline.run.continued_audit import ContinuedAudit
+from pipeline.run.continued_lists import Continued, continue_lists, list_vectors
 from pipeline.run.entered_gains import Gains, entered_gains
 from pipeline.run.query_shards import ShardIds
 from pipeline.run.state_shards import (
@@ -123,11 +124,13 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
 
     def __init__(self, port_factory: PortFactory, state_path: str, removed: frozenset[str],
                  entered: tuple[str, ...], retrieve_k: int, max_sub_queries: int,
-                 batch_size: int, kept_dir: str | None, snapshot: ResultParts | None) -> None:
+                 batch_size: int, kept_dir: str | None, snapshot: ResultParts | None,
+                 audit_rate: float = 0.0) -> None:
         super().__init__(port_factory)
         self._state_path, self._removed, self._entered = state_path, removed, entered
         self._retrieve_k, self._max_sub_queries = retrieve_k, max_sub_queries
         self._batch_size, self._kept_dir, self._snapshot = batch_size, kept_dir, snapshot
+        self._audit = ContinuedAudit(audit_rate)
         self._state: StateFile | None = None
         self._entered_vectors: np.ndarray | None = None
         self._removed_array: pa.Array | None = None
@@ -199,6 +202,7 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         unchanged_lists: list[tuple[RecalledList, ...]] = []
         moved_rows: list[int] = []
         moved_lists: list[tuple[RecalledList, ...]] = []
+        continued_lists: dict[int, tuple[RecalledList, ...]] = {}  # by row of touched_rows
         pending: list[int] = []
         touched_gains = None if gains is None else gains.of_rows(lists, standing[at])
         for row, outcome in enumerate(self._continued_columns(touched_rows, touched_gains)):
@@ -206,6 +210,7 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
                 pending.append(row)
                 continue
             counters.count(counters.QUERIES_CONTINUED)
+            continued_lists[row] = outcome.lists
             if outcome.moved is None:
                 counters.count(counters.CONTINUED_UNCHANGED)
                 counters.count(counters.EVIDENCE_UNCHANGED)
@@ -227,6 +232,8 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
                      for s, row in zip(states[start:start + len(batch)], batch, strict=True)]
             for row, item, outcomes in zip(batch, items, self._continued(items), strict=True):
                 tags = {o.tag: o.value for o in outcomes if isinstance(o, pvalue.TaggedOutput)}
+                if STATE in tags:
+                    continued_lists[row] = tags[STATE].lists
                 if UNCHANGED in tags:
                     results.append(item.previous)
                     if STATE in tags:
@@ -239,6 +246,7 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
                 for outcome in outcomes:
                     if not isinstance(outcome, pvalue.TaggedOutput) or outcome.tag != STATE:
                         yield outcome
+        self._audited(previous, lists, standing, at, continued_lists)
         if self._snapshot is not None and results:
             yield pvalue.TaggedOutput(WRITTEN, self._snapshot.write(results))
         if self._kept_dir is not None:
@@ -257,6 +265,39 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
                     pa.nulls(moved_states.num_rows, pa.binary()))
                 yield pvalue.TaggedOutput(STATES, write_states(self._kept_dir, shard,
                                                                moved_states))
+
+    def _audited(self, previous: pa.Table, lists: pa.ListArray, standing: np.ndarray,
+                 touched_at: np.ndarray, continued: dict[int, tuple[RecalledList, ...]]
+                 ) -> None:
+        """Audits the sampled continued queries of PREV's rows `standing` (see
+        `continued_audit`): those at `touched_at` were continued with the lists `continued`
+        holds (by their order among the touched; one it lacks was recalled in full), the
+        others stand with their kept lists."""
+        sampled = self._audit.sample(len(standing))
+        if not sampled:
+            return
+        port = self._port_or_none()
+        touched_row = {int(p): r for r, p in enumerate(touched_at.tolist())}
+        filters = previous.column("filters")
+        offsets = starting_at_zero(lists.offsets)
+        flat = lists.flatten()
+        vectors: list[np.ndarray] = []
+        tops: list[Sequence[str]] = []
+        for position in sampled:
+            row = int(standing[position])
+            if filters[row].as_py() not in (None, "{}"):
+                continue  # searched exactly, with its filters
+            start, end = int(offsets[row]), int(offsets[row + 1])
+            if position in touched_row:
+                now = continued.get(touched_row[position])
+                if now is None:
+                    continue  # recalled in full: the graph's audit samples it
+                tops.extend(kept.ids for kept in now)
+            else:
+                tops.extend(flat.field("ids")[start:end].to_pylist())
+            vectors.append(list_vectors(flat.slice(start, end - start)))
+        if vectors and port is not None:
+            self._audit.audit(port, np.concatenate(vectors), tops, self._retrieve_k)
 
     def _continued_columns(self, rows: pa.Table, gains: Gains | None
                            ) -> list[Continued | None]:
@@ -356,10 +397,11 @@ class ContinueShards(beam.PTransform[beam.PCollection[tuple[int, ShardIds]],
     def __init__(self, port_factory: PortFactory, state_path: str, *,
                  removed: frozenset[str], entered: tuple[str, ...], retrieve_k: int,
                  max_sub_queries: int, batch_size: int, kept_dir: str | None,
-                 snapshot: ResultParts | None) -> None:
+                 snapshot: ResultParts | None, audit_rate: float = 0.0) -> None:
         super().__init__()
         self._fn = ContinueShardsDoFn(port_factory, state_path, removed, entered, retrieve_k,
-                                      max_sub_queries, batch_size, kept_dir, snapshot)
+                                      max_sub_queries, batch_size, kept_dir, snapshot,
+                                      audit_rate)
 
     def expand(self, shards: beam.PCollection[tuple[int, ShardIds]]) -> pvalue.DoOutputsTuple:
         return shards | "ContinueShard" >> beam.ParDo(self._fn).with_outputs(

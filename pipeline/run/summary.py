@@ -45,6 +45,26 @@ class RunSummary:
         expected = self.counts.get(events.HNSW_EXPECTED, 0)
         return self.counts.get(events.HNSW_FOUND, 0) / expected if expected else None
 
+    @property
+    def hnsw_continued_recall(self) -> float | None:
+        """A continued HNSW night's recall@retrieve-k on the continued lists it audited (see
+        `pipeline.run.continued_audit`; None when none was)."""
+        expected = self.counts.get(events.HNSW_CONTINUED_EXPECTED, 0)
+        return self.counts.get(events.HNSW_CONTINUED_FOUND, 0) / expected if expected else None
+
+    def hnsw_recalls(self) -> dict[str, float | int]:
+        """Both audited recalls and what they were audited on, as the manifest records them
+        (empty when nothing was audited)."""
+        c = self.counts
+        recalls: dict[str, float | int] = {}
+        if self.hnsw_recall is not None:
+            recalls |= {"graph": round(self.hnsw_recall, 6),
+                        "graph_queries_audited": c.get(events.HNSW_AUDITED, 0)}
+        if self.hnsw_continued_recall is not None:
+            recalls |= {"continued": round(self.hnsw_continued_recall, 6),
+                        "continued_lists_audited": c.get(events.HNSW_CONTINUED_AUDITED, 0)}
+        return recalls
+
     def to_dict(self) -> dict[str, object]:
         """The summary as `run --summary FILE` writes it."""
         renamed = {old: self.counts[new] for new, old in events.RENAMED.items()
@@ -73,6 +93,11 @@ class RunSummary:
         lines = [] if recall is None else [
             f"{'hnsw recall@k':>22}: {recall:.3f} (audited on "
             f"{c.get(events.HNSW_AUDITED, 0)} queries)"]
+        continued = self.hnsw_continued_recall
+        if continued is not None:
+            lines.append(f"{'hnsw recall@k continued':>22}: {continued:.3f} (audited on "
+                         f"{c.get(events.HNSW_CONTINUED_AUDITED, 0)} continued lists, "
+                         "against exact search)")
         # a calibration that chose exact search is said even when no query was audited: else
         # nobody learns that the graph was not used
         if c.get(events.HNSW_SETTLED):
