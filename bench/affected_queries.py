@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 from bulk_scale import _clustered, _records, build_store, query_vectors
 
+from connectors.embedded.layout import IndexKind
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.writer import EmbeddedStoreTarget
 from connectors.search_port import ChunkHits, SearchRequest
@@ -61,12 +62,14 @@ def changed_rows(chunks: int, share: float) -> tuple[np.ndarray, np.ndarray, np.
     return rows[:count], rows[count:], _clustered(2 * count, DIM, seed=9)
 
 
-def change(store: Path, chunks: int, share: float) -> tuple[set[str], np.ndarray]:
-    """Rewrites, deletes and adds `share` of the store in equal parts; returns the ids whose
-    old answers can no longer be trusted (rewritten, deleted) and the delta's vectors."""
+def change(store: Path, chunks: int, share: float, index: IndexKind = "flat"
+           ) -> tuple[set[str], np.ndarray]:
+    """Rewrites, deletes and adds `share` of the store (built with `index`) in equal parts;
+    returns the ids whose old answers can no longer be trusted (rewritten, deleted) and the
+    delta's vectors."""
     rewritten, deleted, new_vectors = changed_rows(chunks, share)
     count = len(rewritten)
-    target = EmbeddedStoreTarget(store)
+    target = EmbeddedStoreTarget(store, index)
     target.prepare(DIM, None)
     writer = target.open_writer()
     rewritten_records = [r for i, row in enumerate(rewritten)

@@ -14,8 +14,15 @@ the same store of vectors: the cost is a real run's, the answers are not meaning
 wall seconds and peak RSS of each, the ratio continued / full, the continued run's counters,
 and the number of queries whose snapshot line differs between S2 and F2 (must be 0).
 
+With `--index hnsw` (issue 47), the store has an HNSW graph searched at `--ef`, and nights
+are approximate: S2 and F2 may differ. A flat twin of the store (the same chunks and change)
+is then answered in full too, and each night 2's evidence is compared with its exact
+evidence (the share of the exact evidence keys it holds), beside the audited recalls the
+runs' summaries give (the graph's, of F2, at the width it searches; the continued lists',
+of S2, at `retrieve-k`).
+
     python bench/continued_run.py [--chunks 100000] [--queries 100000] [--text]
-                                  [--work /tmp/continued]
+                                  [--index hnsw --ef 16] [--work /tmp/continued]
 """
 
 from __future__ import annotations
@@ -80,16 +87,21 @@ def main() -> None:
     parser.add_argument("--share", type=float, default=0.01)
     parser.add_argument("--text", action="store_true", help="text queries, embedded by the model")
     parser.add_argument("--work", default="/tmp/continued")
+    parser.add_argument("--index", choices=("flat", "hnsw"), default="flat")
+    parser.add_argument("--ef", type=int, default=16, help="HNSW ef-search (--index hnsw)")
     parser.add_argument("--no-baselines", action="store_true",
                         help="skip runs 5 and 6 (for a million queries, an hour less)")
     args = parser.parse_args()
-    model = ("--set", "embedder.kind=sentence-transformers",
-             "--set", f"embedder.model={MINILM}") if args.text else ()
+    embedder: tuple[str, ...] = ("--set", "embedder.kind=sentence-transformers",
+                                 "--set", f"embedder.model={MINILM}") if args.text else ()
+    model = embedder + (("--set", "search.embedded.index=hnsw",
+                         "--set", f"search.embedded.hnsw.ef-search={args.ef}")
+                        if args.index == "hnsw" else ())
     work = Path(args.work)
     store = work / "store"
     if store.exists():
         raise SystemExit(f"{store} exists: the bench changes its store; remove it first")
-    build_store(store, args.chunks, DIM, "flat")
+    build_store(store, args.chunks, DIM, args.index)
     empty = work / "empty.jsonl"
     if args.text:
         queries = work / "queries.jsonl"
@@ -100,7 +112,7 @@ def main() -> None:
     empty.write_text("")
     night1 = run(store, queries, work / "n1.jsonl", "--previous", str(empty),
                  "--snapshot", str(work / "s1.jsonl"), *model)
-    change(store, args.chunks, args.share)
+    change(store, args.chunks, args.share, args.index)
     full = run(store, queries, work / "full.jsonl", "--previous", str(empty),
                "--snapshot", str(work / "f2.jsonl"), *model)
     continued = run(store, queries, work / "n2.jsonl", "--previous", str(work / "s1.jsonl"),
@@ -114,8 +126,9 @@ def main() -> None:
     expected, got = lines_by_id(work / "f2.jsonl"), lines_by_id(work / "s2.jsonl")
     differ = sum(1 for query_id, line in expected.items() if got.get(query_id) != line)
     kind = "text" if args.text else "vector"
-    print(f"store {args.chunks} x {DIM} flat, {args.queries} standing {kind} queries, "
-          f"{args.share:.0%} of the store changed")
+    ef = f" (ef-search {args.ef})" if args.index == "hnsw" else ""
+    print(f"store {args.chunks} x {DIM} {args.index}{ef}, {args.queries} standing {kind} "
+          f"queries, {args.share:.0%} of the store changed")
     for name, measured in (("night 1 (full, keeps state)", night1),
                            ("night 2 full (baseline)", full),
                            ("night 2 continued", continued),
@@ -131,8 +144,49 @@ def main() -> None:
     print("continued run: " + ", ".join(f"{name} {counts.get(name, 0)}" for name in (
         "queries_continued", "continued_unchanged", "full_new_query", "full_query_changed",
         "full_ran_out", "full_continue_failed", "delta_chunks", "texts_embedded")))
+    if args.index == "flat":
+        print(f"snapshot lines that differ from the full run's: {differ} of {len(expected)} "
+              "(must be 0)")
+        return
     print(f"snapshot lines that differ from the full run's: {differ} of {len(expected)} "
-          "(must be 0)")
+          "(HNSW: approximate)")
+    exact = exact_evidence(work, args, embedder)
+    full_counts = full[2]
+    print(f"evidence recall against exact search: full {evidence_recall(expected, exact):.4f},"
+          f" continued {evidence_recall(got, exact):.4f}")
+    graph = ratio(full_counts, "hnsw_audit_found", "hnsw_audit_expected")
+    lists = ratio(counts, "hnsw_continued_audit_found", "hnsw_continued_audit_expected")
+    print(f"audited: the graph's recall@k in the full night {graph} (on "
+          f"{full_counts.get('hnsw_audited_queries', 0)} queries); the continued lists' "
+          f"recall@retrieve-k {lists} (on {counts.get('hnsw_continued_audited_lists', 0)} "
+          "lists)")
+
+
+def exact_evidence(work: Path, args: argparse.Namespace, model: tuple[str, ...]
+                   ) -> dict[str, str]:
+    """Night 2's evidence on a flat twin of the store: the same chunks, changed the same
+    way, searched exactly."""
+    twin = work / "exact-store"
+    build_store(twin, args.chunks, DIM, "flat")
+    change(twin, args.chunks, args.share, "flat")
+    queries = work / ("queries.jsonl" if args.text else "queries.parquet")
+    run(twin, queries, work / "exact.jsonl", *model)
+    return lines_by_id(work / "exact.jsonl")
+
+
+def evidence_recall(lines: dict[str, str], exact: dict[str, str]) -> float:
+    """The share of the exact evidence keys that `lines` holds, over every query."""
+    held = wanted = 0
+    for query_id, line in exact.items():
+        keys = {e["evidence_key"] for e in json.loads(line)["evidence"]}
+        mine = lines.get(query_id)
+        found = {e["evidence_key"] for e in json.loads(mine)["evidence"]} if mine else set()
+        held, wanted = held + len(keys & found), wanted + len(keys)
+    return held / wanted if wanted else 1.0
+
+
+def ratio(counts: dict, found: str, expected: str) -> str:
+    return f"{counts[found] / counts[expected]:.4f}" if counts.get(expected) else "n/a"
 
 
 if __name__ == "__main__":
