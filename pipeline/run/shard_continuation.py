@@ -130,7 +130,7 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         self._state_path, self._removed, self._entered = state_path, removed, entered
         self._retrieve_k, self._max_sub_queries = retrieve_k, max_sub_queries
         self._batch_size, self._kept_dir, self._snapshot = batch_size, kept_dir, snapshot
-        self._audit = ContinuedAudit(audit_rate)
+        self._audit = ContinuedAudit(audit_rate, retrieve_k)
         self._state: StateFile | None = None
         self._entered_vectors: np.ndarray | None = None
         self._removed_array: pa.Array | None = None
@@ -276,7 +276,6 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         sampled = self._audit.sample(len(standing))
         if not sampled:
             return
-        port = self._port_or_none()
         touched_row = {int(p): r for r, p in enumerate(touched_at.tolist())}
         filters = previous.column("filters")
         offsets = starting_at_zero(lists.offsets)
@@ -296,8 +295,11 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
             else:
                 tops.extend(flat.field("ids")[start:end].to_pylist())
             vectors.append(list_vectors(flat.slice(start, end - start)))
-        if vectors and port is not None:
-            self._audit.audit(port, np.concatenate(vectors), tops, self._retrieve_k)
+        if vectors:
+            self._audit.add(self._port_or_none(), np.concatenate(vectors), tops)
+
+    def finish_bundle(self) -> None:
+        self._audit.flush(self._port_or_none())
 
     def _continued_columns(self, rows: pa.Table, gains: Gains | None
                            ) -> list[Continued | None]:

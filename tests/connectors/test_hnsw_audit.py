@@ -126,8 +126,9 @@ def test_a_chunk_the_graph_finds_has_the_score_exact_search_gives_it(hard_store:
     flat_scores = {}
     vectors = unit_vectors(64, dim=DIM, seed=11)
     requests = [SearchRequest(vector=tuple(v.tolist()), k=20) for v in vectors]
+    every = [f"doc{i}#chunk-0" for i in range(4000)]
     exact = EmbeddedStore.open(hard_store).search_among(
-        requests, [[f"doc{i}#chunk-0" for i in range(4000)]] * len(requests), [-1.0] * len(requests))
+        requests, [every] * len(requests), [-1.0] * len(requests))
     for n, hits in enumerate(exact):
         assert not isinstance(hits, Exception)
         flat_scores.update({(n, i): s for i, s in zip(hits.ids, hits.scores, strict=True)})
