@@ -8,6 +8,7 @@ are analysed with it.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from functools import cache
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from connectors.embedded.lexical_bound import LexicalStatistics
 from core.stemmer import DEFAULT_STEMMER, UNSTEMMED, StemmerName
 
 if TYPE_CHECKING:
@@ -62,6 +64,13 @@ def tokens(texts: Sequence[str], stemmer: StemmerName = DEFAULT_STEMMER) -> list
 def indexed(contents: Sequence[str], stemmer: StemmerName = DEFAULT_STEMMER) -> bm25s.BM25 | None:
     """A BM25 index (Lucene's variant) of `contents` in row order; None when no content has a
     single word to index."""
+    made = _indexed(contents, stemmer)
+    return None if made is None else made[0]
+
+
+def _indexed(contents: Sequence[str], stemmer: StemmerName
+             ) -> tuple[bm25s.BM25, float] | None:
+    """`indexed`, and the mean length of the chunks in words as analysed."""
     library = bm25s_module()
     tokenized = library.tokenize(list(contents), stopwords=_STOPWORDS[stemmer],
                                  stemmer=_stemmer(stemmer), show_progress=False)
@@ -69,17 +78,26 @@ def indexed(contents: Sequence[str], stemmer: StemmerName = DEFAULT_STEMMER) -> 
         return None
     retriever = library.BM25()
     retriever.index(tokenized, show_progress=False)
-    return retriever
+    return retriever, sum(map(len, tokenized.ids)) / len(tokenized.ids)
 
 
 def build_lexical_index(contents: Sequence[str], directory: Path,
                         stemmer: StemmerName = DEFAULT_STEMMER) -> bool:
-    """Indexes `contents` (see `indexed`) and saves it; False when there was nothing to index."""
-    retriever = indexed(contents, stemmer)
-    if retriever is None:
+    """Indexes `contents` (see `indexed`) and saves it, with the mean length of its chunks
+    (`STATISTICS_FILE`: bm25s keeps only what the scores became); False when there was
+    nothing to index."""
+    made = _indexed(contents, stemmer)
+    if made is None:
         return False
+    retriever, mean_length = made
     retriever.save(str(directory), show_progress=False)
+    (directory / STATISTICS_FILE).write_text(json.dumps(
+        {"chunks": len(contents), "mean_length": mean_length}), encoding="utf-8")
     return True
+
+
+STATISTICS_FILE = "statistics.json"
+"""In the lexical index's folder: how many chunks it holds and their mean length in words."""
 
 
 class LexicalIndex:
@@ -102,12 +120,32 @@ class LexicalIndex:
         index._retriever = retriever
         return index
 
+    def statistics(self) -> LexicalStatistics | None:
+        """What its scores depend on beyond each chunk's words (see `lexical_bound`); None for
+        an index built before they were recorded, or an empty one."""
+        if self._directory is None or not (self._directory / STATISTICS_FILE).is_file():
+            return None
+        recorded = json.loads((self._directory / STATISTICS_FILE).read_text(encoding="utf-8"))
+        retriever = self._loaded()
+        held = np.diff(np.asarray(retriever.scores["indptr"]))  # chunks per term id
+        frequencies = {term: int(held[at]) for term, at in retriever.vocab_dict.items()
+                       if at < len(held) and held[at] > 0}
+        return LexicalStatistics(int(recorded["chunks"]), float(recorded["mean_length"]),
+                                 frequencies)
+
+    def terms(self, text: str) -> list[str]:
+        """The words of `text` as this index analyses a query."""
+        return tokens([text], self._stemmer)[0]
+
+    def _loaded(self) -> bm25s.BM25:
+        if self._retriever is None:
+            self._retriever = bm25s_module().BM25.load(str(self._directory), mmap=True,
+                                              show_progress=False)
+        return self._retriever
+
     def scores(self, text: str) -> np.ndarray:
         """BM25 score of every row for `text`; zero where no term matches."""
         (query_tokens,) = tokens([text], self._stemmer)
         if not query_tokens or (self._directory is None and self._retriever is None):
             return np.zeros(self._rows, dtype=np.float32)
-        if self._retriever is None:
-            self._retriever = bm25s_module().BM25.load(str(self._directory), mmap=True,
-                                              show_progress=False)
-        return np.asarray(self._retriever.get_scores(query_tokens), dtype=np.float32)
+        return np.asarray(self._loaded().get_scores(query_tokens), dtype=np.float32)

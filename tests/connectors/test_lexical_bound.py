@@ -6,13 +6,15 @@ do not move."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from connectors.embedded.lexical import LexicalIndex, indexed, tokens
+from connectors.embedded.lexical import LexicalIndex, build_lexical_index, indexed, tokens
 from connectors.embedded.lexical_bound import SCORE_MARGIN, LexicalStatistics, score_factor
 
 WORDS = ["apple", "banana", "cherry", "date", "elder", "fig", "grape", "the"]
@@ -105,3 +107,25 @@ def test_a_store_grown_with_longer_chunks_and_rarer_terms_raises_the_factor() ->
     factor = score_factor(_statistics(old), _statistics(new), ["apple"])
     assert factor > 1.0
     assert _scores(new, "apple")[0] > _scores(old, "apple")[0]  # the raise is real
+
+
+@settings(max_examples=60, deadline=None)
+@given(contents=st.lists(chunk_texts, min_size=1, max_size=12))
+def test_a_saved_index_gives_the_statistics_of_its_chunks_as_analysed(
+        contents: list[str]) -> None:
+    # what a night keeps to bound the next night's scores, read off the index `index` saved
+    with tempfile.TemporaryDirectory() as folder:
+        if not build_lexical_index(contents, Path(folder), STEMMER):
+            assert not any(tokens(contents, STEMMER))
+            return
+        saved = LexicalIndex(Path(folder), len(contents), STEMMER).statistics()
+    expected = _statistics(contents)
+    assert saved is not None
+    assert (saved.chunks, saved.frequencies) == (expected.chunks, expected.frequencies)
+    assert saved.mean_length == expected.mean_length
+
+
+def test_an_index_saved_without_statistics_gives_none(tmp_path: Path) -> None:
+    assert build_lexical_index(["apple fig"], tmp_path, STEMMER)
+    (tmp_path / "statistics.json").unlink()
+    assert LexicalIndex(tmp_path, 1, STEMMER).statistics() is None
