@@ -172,8 +172,9 @@ class ContinuablePort(ColumnPort, Protocol):
     previous night's candidates asks of the store (see `stages.continuation`).
 
     Contract, besides `ColumnPort`'s: `search_among(requests, among, above, shared)` answers
-    each kNN request exactly, among the chunks whose ids `among[i]` or `shared` (the same for
-    every request) name, that match its filters (ids the store does not hold are passed over),
+    each kNN or BM25 request exactly, among the chunks whose ids `among[i]` or `shared` (the
+    same for every request) name, that match its filters (ids the store does not hold are
+    passed over),
     keeping the hits that score strictly above `above[i]`, at most `k`, best first: the same
     ids, scores and order a search of the whole store gives those chunks. `vectors_of(ids)`
     gives the unit float32 vectors of the chunks `ids` names that the store holds, one row

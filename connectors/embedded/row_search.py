@@ -90,11 +90,15 @@ class RowSearch:
         """Per kNN request, its exact top `k` among the rows `among[i]` and `shared` only (those
         that match its filters), keeping only scores strictly above `above[i]` (reported
         scale), ties by lower row: the same rows and scores a search of the whole store gives
-        them. `shared` rows are scored in float32 first, for the whole batch in one matrix
-        product, and only those that can clear `above` are scored exactly (`cosines`), with
-        every row of `among[i]` (a kept list: few)."""
+        them (a BM25 request likewise: `_lexical_among`). `shared` rows are scored in float32
+        first, for the whole batch in one matrix product, and only those that can clear
+        `above` are scored exactly (`cosines`), with every row of `among[i]` (a kept list:
+        few)."""
         empty = (np.empty(0, np.int64), np.empty(0, np.float32))
         outcomes: list[RowOutcome] = [empty for _ in requests]
+        for i, request in enumerate(requests):
+            if request.text is not None:
+                outcomes[i] = self._lexical_among(request, among[i], above[i], shared)
         dense = [i for i, r in enumerate(requests)
                  if r.vector is not None and (len(among[i]) or len(shared))
                  and self._fits(r, outcomes, i)]
@@ -121,6 +125,23 @@ class RowSearch:
             keep = reported > above[i]
             outcomes[i] = top[keep], reported[keep]
         return outcomes
+
+    def _lexical_among(self, request: SearchRequest, own: np.ndarray, above: float,
+                       shared: np.ndarray) -> Rows:
+        """A BM25 request's top `k` among `own` and `shared` rows (those that match its
+        filters), scoring strictly above `above` (and above 0, as a search of the whole store
+        keeps only chunks that hold a query word), ties by lower row: the rows and scores a
+        search of the whole store gives them."""
+        assert request.text is not None
+        rows = np.unique(np.concatenate([np.asarray(own, dtype=np.int64), shared]))
+        matching = self._filters.matching_rows(request.filters)
+        if matching is not None:
+            rows = np.intersect1d(rows, matching)
+        scores = self._lexical.scores(request.text)[rows]
+        keep = (scores > above) & (scores > 0)
+        rows, scores = rows[keep], scores[keep]
+        ((top, best),) = top_rows(scores[np.newaxis, :], request.k)
+        return rows[top], best
 
     def scores_of(self, queries: np.ndarray, rows: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Each unit query's exact scores (reported scale) of its `rows`, as `search_among`

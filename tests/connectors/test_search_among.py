@@ -89,3 +89,39 @@ def test_hits_of_and_scores_of_name_chunks_as_search_among_finds_them(
     assert store.hits_of([], []) == []
     with pytest.raises(KnowledgeSearchError, match="holds no chunk"):
         store.hits_of([["nowhere#chunk-0"]], [[0.5]])
+
+
+WORDS = ["apple", "banana", "cherry", "date", "fig", "grape"]
+
+
+@pytest.fixture(scope="module")
+def worded(tmp_path_factory: pytest.TempPathFactory) -> EmbeddedStore:
+    """A store whose chunks share a few words often: BM25 ties are common."""
+    rng = np.random.default_rng(5)
+    records = [r.model_copy(update={"content": " ".join(rng.choice(WORDS, rng.integers(1, 6)))})
+               for r in chunk_records(VECTORS, chunks_per_doc=3)]
+    opened = embedded_store(tmp_path_factory.mktemp("worded") / "store", records)()
+    assert isinstance(opened, EmbeddedStore)
+    return opened
+
+
+@pytest.mark.parametrize("filters", [{}, {"parity": 1}])
+def test_a_bm25_request_among_the_whole_stores_top_gives_the_same_hits(
+        worded: EmbeddedStore, filters: dict) -> None:
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        text = " ".join(rng.choice(WORDS, 2))
+        request = SearchRequest(text=text, k=60, filters=filters)
+        whole = _hits(worded.search_chunks([request])[0])
+        cut = int(rng.integers(1, 40))
+        # the top `cut` and the chunks tied with the next, and some others, in any order
+        named = [i for i, s in zip(whole.ids, whole.scores, strict=True)
+                 if s >= whole.scores[cut]] + [f"doc{n}#chunk-1" for n in range(0, 90, 7)]
+        rng.shuffle(named)
+        own, shared = named[::2], named[1::2]
+        bound = whole.scores[cut]
+        among = _hits(worded.search_among([request], [own], [bound], shared)[0])
+        expected = [(i, s) for i, s in zip(whole.ids, whole.scores, strict=True) if s > bound]
+        assert list(zip(among.ids, among.scores, strict=True)) == expected
+        everything = _hits(worded.search_among([request], [named], [float("-inf")])[0])
+        assert set(everything.ids) <= set(named) and min(everything.scores) > 0
