@@ -13,10 +13,13 @@ from typing import Any
 import pytest
 import yaml
 
+from connectors.embedded.versions import current_version
+from connectors.embedded.writer import write_store
 from core.errors import ConfigError
 from pipeline.config import reference
 from pipeline.config.loader import load_settings
 from pipeline.run.continuation_plan import why_not_kept
+from tests.builders import chunk_records, unit_vectors
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = sorted((ROOT / "configs").rglob("*.yaml"))
@@ -94,14 +97,14 @@ def test_a_quoted_configuration_error_is_what_the_code_prints(
 
 
 README_CONTINUES = {
-    (): (True, "dense recall (flat index"),
-    ("rag.recall.mode=lexical",): (False, "lexical or hybrid recall"),
-    ("rag.recall.mode=hybrid",): (False, "lexical or hybrid recall"),
+    (): (True, "dense (flat index"),
+    ("rag.recall.mode=lexical",): (True, "lexical or hybrid recall"),
+    ("rag.recall.mode=hybrid",): (True, "lexical or hybrid recall"),
     ("search.embedded.index=hnsw",): (True, "or HNSW with the continued lists' recall audited"),
-    ("search.backend=elasticsearch",): (False, "Elasticsearch answer every query in full"),
+    ("search.backend=elasticsearch",): (False, "Elasticsearch answers every query in full"),
 }
 """Each configuration the README's `run` row names: whether a night on it continues from the
-state, and the words that say so."""
+state (on a store `index` just built), and the words that say so."""
 
 
 @pytest.mark.parametrize("overrides", README_CONTINUES, ids=lambda v: ",".join(v) or "default")
@@ -110,6 +113,9 @@ def test_the_readme_says_which_configurations_continue_a_night(
     continues, words = README_CONTINUES[overrides]
     row = next(line for line in (ROOT / "README.md").read_text().splitlines()
                if line.startswith("| `rag-evidence run "))
-    settings = load_settings(overrides=[f"search.embedded.path={tmp_path}", *overrides])
-    assert (why_not_kept(settings, tmp_path) is None) is continues
+    store = tmp_path / "store"
+    write_store(store, chunk_records(unit_vectors(20, dim=8, seed=1)),
+                index="hnsw" if "search.embedded.index=hnsw" in overrides else "flat")
+    settings = load_settings(overrides=[f"search.embedded.path={store}", *overrides])
+    assert (why_not_kept(settings, current_version(store)) is None) is continues
     assert words in row

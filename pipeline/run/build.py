@@ -77,12 +77,14 @@ def build_pipeline(
     if plan.continues is not None:
         assert ids is not None
         changes = plan.continues.changes
+        raised = None if plan.continues.lexical is None else plan.continues.lexical.raised
         by_shard = ids.every_shard("Continue") | "ContinueShards" >> ContinueShards(
             port_factory or port_factory_for(settings), plan.continues.folder.queries,
             removed=changes.removed, entered=changes.entered,
             retrieve_k=settings.rag.retrieve_k, max_sub_queries=settings.rag.max_sub_queries,
             batch_size=settings.search.batch_size, kept_dir=parts, snapshot=snapshot_parts,
-            audit_rate=continued_audit_rate(settings))
+            audit_rate=continued_audit_rate(settings), mode=settings.rag.recall.mode,
+            raised=raised)
         repeated_ids = by_shard[shard.REPEATED]
         wanted = ((by_shard[shard.PARSE], ids.no_id)
                   | "LinesToParse" >> beam.Flatten()
@@ -103,7 +105,7 @@ def build_pipeline(
         queries = split[FULL]
         changes = plan.continues.changes
         continues = ContinueFrom(split.continued, changes.removed, changes.entered,
-                                 by_shard.hits, by_shard[shard.RECALL])
+                                 by_shard.hits, by_shard[shard.RECALL], raised)
     evidence = queries | "Evidence" >> EvidenceTransform(
         settings,
         port_factory=port_factory or port_factory_for(settings),

@@ -13,10 +13,17 @@ from typing import Any
 
 from connectors.embedded.changes import StoreChanges, changes_between, kept_chunk_table
 from connectors.embedded.chunk_table import ChunkTable
+from connectors.embedded.lexical_bound import LexicalStatistics
+from core.stemmer import StemmerName
 from pipeline.config.backends import backend_of
 from pipeline.config.settings import Settings
 from pipeline.io.local_paths import is_local
 from pipeline.io.run_io import RunIO
+from pipeline.run.lexical_change import (
+    LexicalChange,
+    kept_statistics,
+    version_statistics,
+)
 from pipeline.run.manifest import package_version
 from pipeline.run.query_shards import shard_count
 from pipeline.run.state_files import StateFolder, settings_fingerprint
@@ -34,6 +41,8 @@ class Continued:
 
     folder: StateFolder
     changes: StoreChanges
+    lexical: LexicalChange | None = None
+    """With lexical or hybrid recall: how the store's BM25 statistics moved since."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,8 @@ class ContinuationPlan:
     first_night: bool = False
     chunks: ChunkTable | None = None
     """The chunk table of the store version the run reads, when it keeps state."""
+    lexical: LexicalStatistics | None = None
+    """With lexical or hybrid recall: the BM25 statistics of that version, kept with it."""
     shards: int | None = None
     """How many shards the state this run reads or keeps is in (see `query_shards`)."""
     previous_empty: bool = False
@@ -56,7 +67,7 @@ class ContinuationPlan:
         """Starts the state this run keeps, if any (see `StateFolder.start`)."""
         if (self.keeps is not None and self.chunks is not None and version is not None
                 and self.shards is not None):
-            self.keeps.start(settings, version, self.chunks, self.shards)
+            self.keeps.start(settings, version, self.chunks, self.shards, self.lexical)
 
     @property
     def full_counter(self) -> str:
@@ -104,13 +115,15 @@ def _planned(settings: Settings, io: RunIO, version: Path | None,
     if not why_not and (keeps is not None or io.previous is not None):
         assert version is not None and backend.chunk_table is not None
         current = backend.chunk_table(version)
+    found = _statistics(settings, version) if not why_not else None
+    lexical = None if found is None else found[0]
     if io.previous is None:
-        return ContinuationPlan(keeps, chunks=current)
+        return ContinuationPlan(keeps, chunks=current, lexical=lexical)
     if why_not:
         return _refused(keeps, why_not)
     if previous_manifest is None:
         return ContinuationPlan(keeps, None, "--previous is empty (a first night)", True,
-                                current)
+                                current, lexical=lexical)
     folder = StateFolder.of_snapshot(io.previous.location)
     if previous_manifest.get("rag_evidence") != package_version():
         return _refused(keeps, f"PREV was computed by rag-evidence "
@@ -131,8 +144,15 @@ def _planned(settings: Settings, io: RunIO, version: Path | None,
     if changes.chunks > MAX_CHANGED_SHARE * max(len(current), 1):
         return _refused(keeps, f"the store changed by {changes.chunks} chunks since PREV, more "
                                f"than {MAX_CHANGED_SHARE:.0%} of its {len(current)}", current)
+    change = None
+    if found is not None:
+        old = kept_statistics(folder.path)
+        if old is None:
+            return _refused(keeps, "PREV's state keeps no BM25 statistics", current, lexical)
+        change = LexicalChange(old, *found)
     _log.info("continuing from %s: %d chunks changed since", folder.path, changes.chunks)
-    return ContinuationPlan(keeps, Continued(folder, changes), chunks=current)
+    return ContinuationPlan(keeps, Continued(folder, changes, change), chunks=current,
+                            lexical=lexical)
 
 
 def _is_empty(location: str) -> bool:
@@ -149,9 +169,10 @@ def why_not_kept(settings: Settings, version: Path | None) -> str | None:
         return f"runs on {backend.noun} are not continued (only the embedded store's are)"
     if version is None:
         return "the run reads a port given in code, with no store version to tell changes by"
-    if settings.rag.recall.mode != "dense":
-        return (f"rag.recall.mode={settings.rag.recall.mode}: BM25 scores move with any "
-                "change of the store")
+    if settings.rag.recall.mode != "dense" and version_statistics(version) is None:
+        return (f"rag.recall.mode={settings.rag.recall.mode}: the store's lexical index "
+                "records no BM25 statistics (no chunk has a word, or it was built before "
+                "they were recorded: the next `index` records them)")
     return None
 
 
@@ -163,7 +184,16 @@ def continued_audit_rate(settings: Settings) -> float:
     return embedded.hnsw.audit_rate if embedded.index == "hnsw" else 0.0
 
 
-def _refused(keeps: StateFolder | None, why: str, chunks: ChunkTable | None = None
-             ) -> ContinuationPlan:
+def _refused(keeps: StateFolder | None, why: str, chunks: ChunkTable | None = None,
+             lexical: LexicalStatistics | None = None) -> ContinuationPlan:
     _log.info("every query is answered in full: %s", why)
-    return ContinuationPlan(keeps, None, why, chunks=chunks)
+    return ContinuationPlan(keeps, None, why, chunks=chunks, lexical=lexical)
+
+
+def _statistics(settings: Settings, version: Path | None
+                ) -> tuple[LexicalStatistics, StemmerName] | None:
+    """The BM25 statistics a run of `settings` keeps with its state, and the stemmer of the
+    store's lexical index (None: dense recall)."""
+    if settings.rag.recall.mode == "dense" or version is None:
+        return None
+    return version_statistics(version)

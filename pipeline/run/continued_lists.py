@@ -52,6 +52,8 @@ def continue_lists(query_ids: Sequence[str], lists: pa.ListArray, filtered: Sequ
     caller)."""
     per_query = np.diff(starting_at_zero(lists.offsets))
     flat = lists.flatten()
+    if flat.field("vector").null_count == len(flat):  # no kNN list (or none at all)
+        return [Pending] * len(query_ids)
     reasons = flat.field("reason").to_pylist()
     bounds = np.asarray(flat.field("bound").to_numpy(zero_copy_only=False), dtype=np.float64)
     ids = flat.field("ids")
@@ -106,10 +108,15 @@ def continue_lists(query_ids: Sequence[str], lists: pa.ListArray, filtered: Sequ
 
 def list_vectors(flat: pa.StructArray) -> np.ndarray:
     """Each kept list's sub-query vector (`flat`: kept lists, as the state holds them), in
-    float64, exactly as the state holds it."""
+    float64, exactly as the state holds it; zeros (no direction) for a BM25 list's."""
     vector, exact, count = flat.field("vector"), flat.field("exact"), len(flat)
     values = np.asarray(vector.flatten().to_numpy(zero_copy_only=False), dtype=np.float64)
-    matrix = values.reshape(count, -1) if count else values.reshape(0, 0)
+    if not vector.null_count:
+        matrix = values.reshape(count, -1) if count else values.reshape(0, 0)
+    else:  # the vectors of the kNN lists, one after another
+        held = ~np.asarray(vector.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        matrix = np.zeros((count, len(values) // max(int(held.sum()), 1)))
+        matrix[held] = values.reshape(int(held.sum()), -1)
     if exact.null_count < len(exact):
         for k, row in enumerate(exact.to_pylist()):
             if row is not None:

@@ -48,11 +48,15 @@ def entered_gains(lists: pa.ListArray, entered: np.ndarray) -> Gains:
     bounds = np.asarray(flat.field("bound").to_numpy(zero_copy_only=False), dtype=np.float64)
     lengths = np.diff(np.asarray(vectors.offsets))
     none = np.empty(0, dtype=np.int64)
-    if vectors.null_count or not len(lengths) or np.any(lengths != entered.shape[1]):
+    held = ~np.asarray(vectors.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    if not held.any() or np.any(lengths[held] != entered.shape[1]):
         # continued one by one, which says why
         return Gains(none, none, np.ones(len(flat), dtype=bool))
-    values = vectors.flatten().to_numpy(zero_copy_only=False).reshape(len(lengths), -1)
-    unit, usable = unit_rows(values, working=np.float32)
+    # a BM25 list has no vector: it is unusable here, and continued one by one
+    values = vectors.flatten().to_numpy(zero_copy_only=False).reshape(int(held.sum()), -1)
+    unit = np.zeros((len(flat), entered.shape[1]), dtype=np.float32)
+    usable = np.zeros(len(flat), dtype=bool)
+    unit[held], usable[held] = unit_rows(values, working=np.float32)
     floor = 2.0 * bounds - 1.0 - SCORE_TOLERANCE
     above_lists, above_chunks = np.nonzero((unit @ entered.T) > floor[:, None])
     return Gains(above_lists.astype(np.int64), above_chunks.astype(np.int64), ~usable)

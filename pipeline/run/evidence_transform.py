@@ -12,7 +12,7 @@ from core.errors import RagEvidenceError
 from pipeline.config.backends import embedder_tag
 from pipeline.config.settings import Settings
 from pipeline.run.chain import candidate_chain
-from stages.continuation import PREVIOUS, RECALL, UNCHANGED, Continue
+from stages.continuation import PREVIOUS, RECALL, UNCHANGED, Continue, RaisedBound
 from stages.embed import not_embedded
 from stages.models import (
     Continuation,
@@ -60,6 +60,8 @@ class ContinueFrom(NamedTuple):
     entered: tuple[str, ...]
     hits: beam.PCollection[QueryHits] | None = None
     recall: beam.PCollection[EmbeddedQuery] | None = None
+    raised: RaisedBound | None = None
+    """How tonight's BM25 statistics raise a kept BM25 list's bound (lexical, hybrid)."""
 
 
 class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], EvidenceOutputs]):
@@ -115,7 +117,8 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
                 self._port_factory, removed=self._continues.removed,
                 entered=self._continues.entered, retrieve_k=rag.retrieve_k,
                 batch_size=self._settings.search.batch_size,
-                max_sub_queries=rag.max_sub_queries).with_error_handler(handler)
+                max_sub_queries=rag.max_sub_queries, mode=mode,
+                raised=self._continues.raised).with_error_handler(handler)
             recall = [continued[RECALL], *([self._continues.recall]
                                             if self._continues.recall is not None else [])]
             to_recall = (to_recall, *recall) | "AlsoRecall" >> beam.Flatten()

@@ -49,8 +49,9 @@ from pipeline.run.state_shards import (
     write_kept,
     write_states,
 )
-from stages.continuation import PREVIOUS, RECALL, UNCHANGED, continue_each
+from stages.continuation import PREVIOUS, RECALL, UNCHANGED, RaisedBound, continue_each
 from stages.models import Continuation, EmbeddedQuery, QueryState, RawResult, RecalledList
+from stages.sub_queries import RecallMode
 from stages.support import counters
 from stages.support.owning_dofn import OwningDoFn
 from stages.transforms.recall import STATE
@@ -78,9 +79,9 @@ def touched(lists: pa.ListArray, entered: np.ndarray, removed: pa.Array, retriev
     """For each query (a list of kept lists), whether the store's changes may move its top:
     a kept chunk was removed or rewritten, an entered chunk may score above a list's bound
     (roughly, with `search_among`'s own margin: `gains`, made here when not given), a list
-    holds fewer than `retrieve_k` chunks above a bound (it would run out), or two of its kept
+    holds fewer than `retrieve_k` chunks above a bound (it would run out), two of its kept
     chunks score the same (their order is the store's order of rows, which a new version may
-    change)."""
+    change), or it has a BM25 list (no vector) and the store changed at all."""
     queries = len(lists)
     flat = lists.flatten()
     if not len(flat):
@@ -97,6 +98,10 @@ def touched(lists: pa.ListArray, entered: np.ndarray, removed: pa.Array, retriev
         hit |= np.bincount(owner, weights=lost, minlength=len(flat)) > 0
     hit |= (sizes < retrieve_k) & np.isfinite(bounds)
     hit |= _has_ties(flat.field("scores"))
+    if len(removed) or len(entered):
+        # a BM25 list's every score moves with the store's statistics
+        hit |= np.asarray(flat.field("vector").is_null().to_numpy(zero_copy_only=False),
+                          dtype=bool)
     if len(entered):
         found = gains if gains is not None else entered_gains(lists, entered)
         hit |= found.unusable
@@ -125,8 +130,10 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
     def __init__(self, port_factory: PortFactory, state_path: str, removed: frozenset[str],
                  entered: tuple[str, ...], retrieve_k: int, max_sub_queries: int,
                  batch_size: int, kept_dir: str | None, snapshot: ResultParts | None,
-                 audit_rate: float = 0.0) -> None:
+                 audit_rate: float = 0.0, mode: RecallMode = "dense",
+                 raised: RaisedBound | None = None) -> None:
         super().__init__(port_factory)
+        self._mode, self._raised = mode, raised
         self._state_path, self._removed, self._entered = state_path, removed, entered
         self._retrieve_k, self._max_sub_queries = retrieve_k, max_sub_queries
         self._batch_size, self._kept_dir, self._snapshot = batch_size, kept_dir, snapshot
@@ -291,10 +298,16 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
                 now = continued.get(touched_row[position])
                 if now is None:
                     continue  # recalled in full: the graph's audit samples it
-                tops.extend(kept.ids for kept in now)
+                ids = [kept.ids for kept in now]
             else:
-                tops.extend(flat.field("ids")[start:end].to_pylist())
-            vectors.append(list_vectors(flat.slice(start, end - start)))
+                ids = flat.field("ids")[start:end].to_pylist()
+            own = flat.slice(start, end - start)
+            knn = ~np.asarray(own.field("vector").is_null().to_numpy(zero_copy_only=False),
+                              dtype=bool)  # a BM25 list is not the graph's
+            if knn.any():
+                vectors.append(list_vectors(own)[knn])
+                tops.extend(i for i, searched in zip(ids, knn.tolist(), strict=True)
+                            if searched)
         if vectors:
             self._audit.add(self._port_or_none(), np.concatenate(vectors), tops)
 
@@ -312,10 +325,11 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
                 or not can(port, "hits_of") or not rows.num_rows):
             return [None] * rows.num_rows
         try:
-            return continue_lists(rows.column("query_id").to_pylist(),
-                                  one_array(rows.column("lists")),
-                                  [f not in (None, "{}") for f in
-                                   rows.column("filters").to_pylist()],
+            lists = one_array(rows.column("lists"))
+            return continue_lists(rows.column("query_id").to_pylist(), lists,
+                                  (np.asarray([f not in (None, "{}") for f in
+                                               rows.column("filters").to_pylist()], dtype=bool)
+                                   | has_lexical(lists)).tolist(),
                                   self._entered, gains, self._removed,
                                   self._removed_ids(), self._retrieve_k, port)
         except KnowledgeSearchError:
@@ -371,7 +385,17 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         except KnowledgeSearchError:
             port = _Unavailable()
         return continue_each(items, port, self._removed, self._entered, self._retrieve_k,
-                             self._max_sub_queries)
+                             self._max_sub_queries, self._mode, self._raised)
+
+
+def has_lexical(lists: pa.ListArray) -> np.ndarray:
+    """For each query (a list of kept lists), whether one of its lists is a BM25 list (kept
+    without a vector): those are continued one by one."""
+    per_query = np.diff(starting_at_zero(lists.offsets))
+    lexical = np.asarray(lists.flatten().field("vector").is_null().to_numpy(
+        zero_copy_only=False), dtype=np.int64)
+    owner = np.repeat(np.arange(len(per_query)), per_query)
+    return np.bincount(owner, weights=lexical, minlength=len(per_query)) > 0
 
 
 def has_lists(row: pa.Table) -> bool:
@@ -399,11 +423,12 @@ class ContinueShards(beam.PTransform[beam.PCollection[tuple[int, ShardIds]],
     def __init__(self, port_factory: PortFactory, state_path: str, *,
                  removed: frozenset[str], entered: tuple[str, ...], retrieve_k: int,
                  max_sub_queries: int, batch_size: int, kept_dir: str | None,
-                 snapshot: ResultParts | None, audit_rate: float = 0.0) -> None:
+                 snapshot: ResultParts | None, audit_rate: float = 0.0,
+                 mode: RecallMode = "dense", raised: RaisedBound | None = None) -> None:
         super().__init__()
         self._fn = ContinueShardsDoFn(port_factory, state_path, removed, entered, retrieve_k,
                                       max_sub_queries, batch_size, kept_dir, snapshot,
-                                      audit_rate)
+                                      audit_rate, mode, raised)
 
     def expand(self, shards: beam.PCollection[tuple[int, ShardIds]]) -> pvalue.DoOutputsTuple:
         return shards | "ContinueShard" >> beam.ParDo(self._fn).with_outputs(

@@ -4,6 +4,8 @@ continue from it (see `stages.continuation`).
     queries.arrow    per query, by shard: its record's digest, fingerprint, what it searches
                      with, the kept lists and its result line (see `state_shards`)
     chunks.arrow     the chunk table (id, identity, fingerprint) of the store version it read
+    lexical.json     with lexical or hybrid recall: that version's BM25 statistics (see
+                     `lexical_change`)
     state.json       the format, the settings fingerprint, the store version and the shards
 
 The run's manifest, written last, names these files with their SHA-256: a state is used only
@@ -22,6 +24,7 @@ from typing import Any
 from connectors.embedded.changes import STATE_CHUNKS_FILE as CHUNKS_FILE
 from connectors.embedded.changes import keep_chunk_table
 from connectors.embedded.chunk_table import ChunkTable
+from connectors.embedded.lexical_bound import LexicalStatistics
 from connectors.ownership import owned_suffix
 from core.errors import RagEvidenceError
 from core.file_digest import file_sha256
@@ -29,6 +32,8 @@ from pipeline.config.backends import embedder_info
 from pipeline.config.settings import Settings
 from pipeline.io.json_file import write_json_file
 from pipeline.io.owned_folders import check_owned_folder, claim_folder
+from pipeline.run.lexical_change import KEPT_FILE as LEXICAL_FILE
+from pipeline.run.lexical_change import keep_statistics
 
 STATE_SUFFIX = ".state"
 QUERIES_FILE = "queries.arrow"
@@ -36,8 +41,9 @@ LEGACY_FILES = ("queries.parquet",)
 """What an earlier format's state held: removed with the rest when a run replaces it."""
 
 SETTINGS_FILE = "state.json"
-_STATE_FILES = (QUERIES_FILE, CHUNKS_FILE, *LEGACY_FILES)
+_STATE_FILES = (QUERIES_FILE, CHUNKS_FILE, LEXICAL_FILE, *LEGACY_FILES)
 _DESCRIBED = (QUERIES_FILE, CHUNKS_FILE, SETTINGS_FILE)
+_DESCRIBED_IF_KEPT = (LEXICAL_FILE,)
 FORMAT = 2
 
 
@@ -96,26 +102,32 @@ class StateFolder:
         of a killed run is removed with the rest: see `owned_folders`)."""
         return str(self.path / f"{QUERIES_FILE}.parts-{owned_suffix()}")
 
-    def start(self, settings: Settings, version: Path, chunks: ChunkTable, shards: int
-              ) -> None:
+    def start(self, settings: Settings, version: Path, chunks: ChunkTable, shards: int,
+              lexical: LexicalStatistics | None = None) -> None:
         """Empties the folder of an earlier run's state (its files, nothing else: see `check`)
         and writes what the driver knows: the settings fingerprint (the folder's marker, first),
-        the store version, the number of shards and its chunk table (`chunks`). The queries are
-        written by the run."""
+        the store version, the number of shards, its chunk table (`chunks`) and its BM25
+        statistics (`lexical`, when given). The queries are written by the run."""
         claim_folder(self.path, SETTINGS_FILE, _STATE_FILES)
         write_json_file(str(self.path / SETTINGS_FILE),
                         {"format": FORMAT, "settings_sha256": settings_fingerprint(settings),
                          "store_version": version.name, "shards": shards}, sort_keys=True)
         keep_chunk_table(chunks, self.path)
+        if lexical is not None:
+            keep_statistics(lexical, self.path)
 
     def files(self) -> list[str]:
         """The files a manifest names, with their SHA-256."""
-        return [str(self.path / name) for name in _DESCRIBED]
+        return [str(self.path / name) for name in self._described_names()]
 
     def described(self) -> dict[str, Any]:
         """What the manifest says of it: the folder and each file's SHA-256."""
         return {"folder": str(self.path), "sha256": {
-            name: file_sha256(str(self.path / name)) for name in _DESCRIBED}}
+            name: file_sha256(str(self.path / name)) for name in self._described_names()}}
+
+    def _described_names(self) -> tuple[str, ...]:
+        return _DESCRIBED + tuple(name for name in _DESCRIBED_IF_KEPT
+                                  if (self.path / name).is_file())
 
     def matches(self, described: object) -> str | None:
         """None when `described` (a manifest's entry) names this folder's files as they are;

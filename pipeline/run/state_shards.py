@@ -58,7 +58,9 @@ def state_row(state: QueryState, shards: int) -> dict[str, Any] | None:
     query = state.query
     if query is None:
         return None
-    subs = resolve_sub_queries(EmbeddedQuery(query, state.text_vector), "dense",
+    # every sub-query a state's lists may name (hybrid's are dense's and lexical's): a row
+    # keeps the vectors of the kNN ones
+    subs = resolve_sub_queries(EmbeddedQuery(query, state.text_vector), "hybrid",
                                len(state.lists))
     if not isinstance(subs, list):
         return None

@@ -30,6 +30,7 @@ FULL_QUERY_CHANGED = "full_query_changed"
 FULL_RAN_OUT = "full_ran_out"
 FULL_CONTINUE_FAILED = "full_continue_failed"
 FULL_NOT_CONTINUABLE = "full_not_continuable"
+LEXICAL_LISTS_CONTINUED = "lexical_lists_continued"
 DELTA_CHUNKS = "delta_chunks"
 RESULTS = "results"
 DEAD_LETTERS = "dead_letters"
@@ -54,14 +55,17 @@ SUMMARY = (
     FALLBACK_IDENTITY, INVALID_CHUNK_INDEX, IDENTITY_CONFLICT, SEARCH_REQUESTS, TEXTS_EMBEDDED,
     EMBEDDING_MS, QUERIES_CONTINUED, CONTINUED_UNCHANGED, FULL_NEW_QUERY, FULL_QUERY_CHANGED,
     FULL_RAN_OUT, FULL_CONTINUE_FAILED, FULL_NOT_CONTINUABLE, DELTA_CHUNKS,
+    LEXICAL_LISTS_CONTINUED,
 )
 """Every counter a run reports, in the order the summary prints them."""
 
 CONTINUATION = (QUERIES_CONTINUED, CONTINUED_UNCHANGED, FULL_NEW_QUERY, FULL_QUERY_CHANGED,
-                FULL_RAN_OUT, FULL_CONTINUE_FAILED, FULL_NOT_CONTINUABLE, DELTA_CHUNKS)
+                FULL_RAN_OUT, FULL_CONTINUE_FAILED, FULL_NOT_CONTINUABLE, DELTA_CHUNKS,
+                LEXICAL_LISTS_CONTINUED)
 """What a run with `--previous` reports of continuing from PREV's state (see
 `stages.continuation`): queries continued (of them, unchanged), queries answered in full by
-reason, and chunks the store changed since PREV."""
+reason, chunks the store changed since PREV, and the BM25 lists continued (a hybrid query
+has a kNN list and a BM25 list)."""
 
 INDEX_SUMMARY = (CHUNKS_ADDED, CHUNKS_UPDATED, CHUNKS_UNCHANGED, CHUNKS_DELETED,
                  CHUNK_INDEX_FAILURES, TEXTS_EMBEDDED, KEPT_AFTER_FAILURE)

@@ -273,17 +273,6 @@ def test_a_run_told_to_keep_no_state_keeps_none_and_says_why(night: tuple[Path, 
     assert "job.keep-state is false" in manifest["continuation"]["answered_in_full"]
 
 
-@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
-def test_lexical_and_hybrid_runs_keep_no_state_and_say_why(night: tuple[Path, Path],
-                                                           tmp_path: Path, mode: str) -> None:
-    config, empty = night
-    config.write_text(config.read_text().replace("rag:\n", f"rag:\n  recall:\n    mode: {mode}\n"))
-    second, counts, manifest = _two_nights(config, empty, tmp_path)
-    assert not Path(f"{second}{STATE_SUFFIX}").exists() and "state" not in manifest
-    assert counts["full_not_continuable"] == 20
-    assert "BM25" in manifest["continuation"]["answered_in_full"]
-
-
 def _lines_by_id(path: Path) -> dict[str, bytes]:
     return {json.loads(line)["query_id"]: line for line in path.read_bytes().splitlines()}
 

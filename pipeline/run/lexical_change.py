@@ -1,0 +1,75 @@
+"""How far tonight's BM25 statistics can raise a kept lexical list's bound (issue 47).
+
+A BM25 score depends on the store's chunk count, mean length and each term's document
+frequency, and any change moves them: every chunk's score moves. An unchanged chunk scores
+tonight at most its old score times `lexical_bound.score_factor` (from both nights'
+statistics and the query's terms), so a kept list's bound times that factor bounds every
+unchanged chunk it left out. A run that keeps state for lexical or hybrid recall keeps the
+statistics of the store version it read (`KEPT_FILE`), and the next run compares them with
+its own version's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from connectors.embedded.layout import LEXICAL_DIR, Manifest
+from connectors.embedded.lexical import LexicalIndex, tokens
+from connectors.embedded.lexical_bound import SCORE_MARGIN, LexicalStatistics, score_factor
+from core.errors import RagEvidenceError
+from core.stemmer import StemmerName
+from stages.candidate_state import NO_BOUND
+
+KEPT_FILE = "lexical.json"
+"""In a state folder: the BM25 statistics of the store version its run read."""
+
+
+@dataclass(frozen=True)
+class LexicalChange:
+    """The store's BM25 statistics when PREV's state was kept (`old`) and tonight (`new`),
+    and the stemmer tonight's index analyses a query with."""
+
+    old: LexicalStatistics
+    new: LexicalStatistics
+    stemmer: StemmerName
+
+    def raised(self, text: str, bound: float) -> float:
+        """`bound`, a BM25 list's for the query `text`, raised to what an unchanged chunk it
+        left out may score tonight (with the float32 scores' margin); a list that held every
+        chunk that matched (`NO_BOUND`) still does."""
+        if bound == NO_BOUND:
+            return bound
+        factor = score_factor(self.old, self.new, tokens([text], self.stemmer)[0])
+        return bound * factor * (1 + SCORE_MARGIN)
+
+
+def version_statistics(version: Path) -> tuple[LexicalStatistics, StemmerName] | None:
+    """The BM25 statistics of an embedded store version and its stemmer; None when it has no
+    lexical index (no chunk has a word), or one `index` built before it recorded them."""
+    try:
+        manifest = Manifest.read(version)
+    except RagEvidenceError:
+        return None
+    if not manifest.lexical:
+        return None
+    found = LexicalIndex(version / LEXICAL_DIR, manifest.count, manifest.stemmer).statistics()
+    return None if found is None else (found, manifest.stemmer)
+
+
+def keep_statistics(statistics: LexicalStatistics, folder: Path) -> None:
+    """Writes `statistics` into a state folder, for the next run."""
+    (folder / KEPT_FILE).write_text(json.dumps(
+        {"chunks": statistics.chunks, "mean_length": statistics.mean_length,
+         "frequencies": dict(statistics.frequencies)}, sort_keys=True), encoding="utf-8")
+
+
+def kept_statistics(folder: Path) -> LexicalStatistics | None:
+    """The statistics `keep_statistics` kept in `folder`; None when it kept none."""
+    path = folder / KEPT_FILE
+    if not path.is_file():
+        return None
+    kept = json.loads(path.read_text(encoding="utf-8"))
+    return LexicalStatistics(int(kept["chunks"]), float(kept["mean_length"]),
+                             {str(t): int(n) for t, n in kept["frequencies"].items()})
