@@ -21,8 +21,13 @@ evidence (the share of the exact evidence keys it holds), beside the audited rec
 runs' summaries give (the graph's, of F2, at the width it searches; the continued lists',
 of S2, at `retrieve-k`).
 
+With `--mode lexical` or `hybrid` (and `--text`), the nights recall by BM25 too, over the
+store's contents ("chunk N of docM": the cost is a real run's, the answers are not
+meaningful).
+
     python bench/continued_run.py [--chunks 100000] [--queries 100000] [--text]
-                                  [--index hnsw --ef 16] [--work /tmp/continued]
+                                  [--mode hybrid] [--index hnsw --ef 16]
+                                  [--work /tmp/continued]
 """
 
 from __future__ import annotations
@@ -88,12 +93,17 @@ def main() -> None:
     parser.add_argument("--text", action="store_true", help="text queries, embedded by the model")
     parser.add_argument("--work", default="/tmp/continued")
     parser.add_argument("--index", choices=("flat", "hnsw"), default="flat")
+    parser.add_argument("--mode", choices=("dense", "lexical", "hybrid"), default="dense",
+                        help="rag.recall.mode (lexical and hybrid need --text)")
     parser.add_argument("--ef", type=int, default=16, help="HNSW ef-search (--index hnsw)")
     parser.add_argument("--no-baselines", action="store_true",
                         help="skip runs 5 and 6 (for a million queries, an hour less)")
     args = parser.parse_args()
     embedder: tuple[str, ...] = ("--set", "embedder.kind=sentence-transformers",
                                  "--set", f"embedder.model={MINILM}") if args.text else ()
+    if args.mode != "dense" and not args.text:
+        raise SystemExit("--mode lexical or hybrid needs --text (queries with a text)")
+    embedder += ("--set", f"rag.recall.mode={args.mode}")
     model = embedder + (("--set", "search.embedded.index=hnsw",
                          "--set", f"search.embedded.hnsw.ef-search={args.ef}")
                         if args.index == "hnsw" else ())
@@ -128,7 +138,7 @@ def main() -> None:
     kind = "text" if args.text else "vector"
     ef = f" (ef-search {args.ef})" if args.index == "hnsw" else ""
     print(f"store {args.chunks} x {DIM} {args.index}{ef}, {args.queries} standing {kind} "
-          f"queries, {args.share:.0%} of the store changed")
+          f"queries, {args.mode} recall, {args.share:.0%} of the store changed")
     for name, measured in (("night 1 (full, keeps state)", night1),
                            ("night 2 full (baseline)", full),
                            ("night 2 continued", continued),
@@ -143,7 +153,8 @@ def main() -> None:
               f"--previous: {full[0] / plain[0]:.3f}")
     print("continued run: " + ", ".join(f"{name} {counts.get(name, 0)}" for name in (
         "queries_continued", "continued_unchanged", "full_new_query", "full_query_changed",
-        "full_ran_out", "full_continue_failed", "delta_chunks", "texts_embedded")))
+        "full_ran_out", "full_continue_failed", "delta_chunks", "texts_embedded",
+        "lexical_lists_continued")))
     if args.index == "flat":
         print(f"snapshot lines that differ from the full run's: {differ} of {len(expected)} "
               "(must be 0)")
