@@ -61,23 +61,33 @@ def _counts(summary: dict) -> dict:
                                                       "deleted", "failed", "texts_embedded")}
 
 
-@pytest.fixture(scope="module")
-def continued_night(tmp_path_factory: pytest.TempPathFactory, sdk_python: Path,
-                    sdk_env: dict[str, str]) -> tuple[Path, Path, Path, Job, list[dict]]:
-    """A store of vector chunks, a first night on it (the local runner) with its state, then
-    3% of the store changed: the config, the queries, PREV, the second night continued on the
-    local runner, and the snapshots of that night continued and in full."""
-    root = tmp_path_factory.mktemp("continued")
+WORDS = ["json", "document", "file", "lines", "expression", "list", "request", "date",
+         "directory", "command", "digest", "copy"]
+"""Words of `QUESTIONS`: the chunks' contents hold them, so that BM25 finds chunks."""
+
+
+@pytest.fixture(scope="module", params=["dense", "hybrid"])
+def continued_night(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+                    sdk_python: Path, sdk_env: dict[str, str]
+                    ) -> tuple[Path, Path, Path, Job, list[dict]]:
+    """A store of vector chunks with a few words each, a first night on it (the local runner,
+    dense or hybrid recall) with its state, then 3% of the store changed: the config, the
+    queries, PREV, the second night continued on the local runner, and the snapshots of that
+    night continued and in full."""
+    root = tmp_path_factory.mktemp(f"continued-{request.param}")
     rng = np.random.default_rng(8)
     vectors = rng.normal(size=(400, 16))
+    words = rng.choice(WORDS, size=(404, 3))
     config = root / "config.yaml"
     config.write_text(f"search:\n  embedded:\n    path: {root / 'store'}\n"
-                      "embedder:\n  dim: 16\nrag:\n  retrieve-k: 10\n")
+                      "embedder:\n  dim: 16\nrag:\n  retrieve-k: 10\n"
+                      f"  recall:\n    mode: {request.param}\n")
 
     def index(rows: np.ndarray, name: str) -> None:
         chunks = root / name
         chunks.write_text("".join(json.dumps({
-            "id": f"doc{n // 4}#chunk-{n % 4}", "vector": v.tolist(), "content": f"chunk {n}",
+            "id": f"doc{n // 4}#chunk-{n % 4}", "vector": v.tolist(),
+            "content": f"chunk {n} of {' '.join(words[n])}",
             "metadata": {"docId": f"doc{n // 4}", "chunkIndex": n % 4}}) + "\n"
             for n, v in enumerate(rows) if np.isfinite(v).all()))
         cli(sdk_python, sdk_env, root, "index", "--config", str(config), "--chunks", str(chunks),
@@ -94,6 +104,7 @@ def continued_night(tmp_path_factory: pytest.TempPathFactory, sdk_python: Path,
     run(sdk_python, sdk_env, root / "night1", config, queries, "--previous", str(empty),
         "--snapshot", str(prev))
     vectors[:4] = rng.normal(size=(4, 16))  # rewritten
+    words[:4] = rng.choice(WORDS, size=(4, 3))
     vectors[4:8] = np.nan  # deleted
     index(np.vstack([vectors, rng.normal(size=(4, 16))]), "chunks2.jsonl")  # and added
     continued = run(sdk_python, sdk_env, root / "local", config, queries, "--previous",
@@ -114,9 +125,13 @@ def test_a_continued_night_on_the_engine_equals_the_local_runners_and_a_full_run
     assert len(snapshot) == 40 and snapshot == local_snapshot == full_snapshot
     assert job.results == local.results
     counted = ("queries_continued", "continued_unchanged", "evidence_unchanged",
-               "evidence_changed", "texts_embedded", "delta_chunks")
+               "evidence_changed", "texts_embedded", "delta_chunks", "full_ran_out",
+               "lexical_lists_continued")
     assert {n: job.summary["counts"][n] for n in counted} == {
         n: local.summary["counts"][n] for n in counted}
-    assert job.summary["counts"]["queries_continued"] == 40
-    assert job.summary["counts"]["texts_embedded"] == 0
-    assert job.summary["counts"]["delta_chunks"] == 12
+    counts = job.summary["counts"]
+    assert counts["queries_continued"] + counts["full_ran_out"] == 40
+    assert counts["queries_continued"] >= 30 and counts["texts_embedded"] == 0
+    assert counts["delta_chunks"] == 12
+    hybrid = yaml.safe_load(config.read_text())["rag"]["recall"]["mode"] == "hybrid"
+    assert (counts["lexical_lists_continued"] > 0) is hybrid
