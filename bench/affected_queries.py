@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -62,19 +63,19 @@ def changed_rows(chunks: int, share: float) -> tuple[np.ndarray, np.ndarray, np.
     return rows[:count], rows[count:], _clustered(2 * count, DIM, seed=9)
 
 
-def change(store: Path, chunks: int, share: float, index: IndexKind = "flat"
-           ) -> tuple[set[str], np.ndarray]:
-    """Rewrites, deletes and adds `share` of the store (built with `index`) in equal parts;
-    returns the ids whose old answers can no longer be trusted (rewritten, deleted) and the
-    delta's vectors."""
+def change(store: Path, chunks: int, share: float, index: IndexKind = "flat",
+           words: Sequence[str] = ()) -> tuple[set[str], np.ndarray]:
+    """Rewrites, deletes and adds `share` of the store (built with `index`, and contents of
+    `words`) in equal parts; returns the ids whose old answers can no longer be trusted
+    (rewritten, deleted) and the delta's vectors."""
     rewritten, deleted, new_vectors = changed_rows(chunks, share)
     count = len(rewritten)
     target = EmbeddedStoreTarget(store, index)
     target.prepare(DIM, None)
     writer = target.open_writer()
     rewritten_records = [r for i, row in enumerate(rewritten)
-                         for r in _records(new_vectors[i:i + 1], int(row))]
-    added_records = list(_records(new_vectors[count:], chunks))
+                         for r in _records(new_vectors[i:i + 1], int(row), words=words, salt=1)]
+    added_records = list(_records(new_vectors[count:], chunks, words=words))
     writer.write(rewritten_records + added_records)
     deleted_ids = [r.id for row in deleted for r in _records(new_vectors[:1], int(row))]
     writer.delete(deleted_ids)

@@ -16,10 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -49,22 +50,27 @@ def _clustered(rows: int, dim: int, seed: int, noise: float = 0.6) -> np.ndarray
     return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
 
 
-def _records(vectors: np.ndarray, first: int, chunks_per_doc: int = 4
-             ) -> Iterator[ChunkRecord]:
+def _records(vectors: np.ndarray, first: int, chunks_per_doc: int = 4,
+             words: Sequence[str] = (), salt: int = 0) -> Iterator[ChunkRecord]:
+    """Chunk `first` on, one per vector; with `words`, each content also holds 8 of them,
+    drawn by its number (and `salt`: a rewritten chunk's differ)."""
     for i, vector in enumerate(vectors, start=first):
         doc, index = f"doc{i // chunks_per_doc}", i % chunks_per_doc
+        content = f"chunk {i} of {doc}"
+        if words:
+            content += ": " + " ".join(random.Random(2 * i + salt).choices(words, k=8))
         yield ChunkRecord(id=f"{doc}#chunk-{index}", vector=tuple(vector.tolist()),
-                          content=f"chunk {i} of {doc}",
-                          metadata={"docId": doc, "chunkIndex": index})
+                          content=content, metadata={"docId": doc, "chunkIndex": index})
 
 
-def build_store(path: Path, chunks: int, dim: int, index: str) -> str | None:
+def build_store(path: Path, chunks: int, dim: int, index: str, words: Sequence[str] = ()
+                ) -> str | None:
     target = EmbeddedStoreTarget(path, index, HnswParams())  # type: ignore[arg-type]
     target.prepare(dim, None)
     writer = target.open_writer()
     vectors = _clustered(chunks, dim, seed=1)
     for start in range(0, chunks, 10_000):
-        writer.write(list(_records(vectors[start:start + 10_000], start)))
+        writer.write(list(_records(vectors[start:start + 10_000], start, words=words)))
     return target.commit()
 
 

@@ -21,9 +21,9 @@ evidence (the share of the exact evidence keys it holds), beside the audited rec
 runs' summaries give (the graph's, of F2, at the width it searches; the continued lists',
 of S2, at `retrieve-k`).
 
-With `--mode lexical` or `hybrid` (and `--text`), the nights recall by BM25 too, over the
-store's contents ("chunk N of docM": the cost is a real run's, the answers are not
-meaningful).
+With `--mode lexical` or `hybrid` (and `--text`), the nights recall by BM25 too, and each
+chunk's content holds 8 of the words the query texts are made of (a rewritten chunk other
+ones), so that BM25 finds chunks for every query.
 
     python bench/continued_run.py [--chunks 100000] [--queries 100000] [--text]
                                   [--mode hybrid] [--index hnsw --ef 16]
@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from affected_queries import change
 from bulk_scale import build_store, query_vectors
-from embedding_throughput import texts
+from embedding_throughput import WORDS, texts
 from peak_rss import run_watching_peak
 
 from connectors.embedders.model_location import MINILM
@@ -111,7 +111,8 @@ def main() -> None:
     store = work / "store"
     if store.exists():
         raise SystemExit(f"{store} exists: the bench changes its store; remove it first")
-    build_store(store, args.chunks, DIM, args.index)
+    words = WORDS if args.mode != "dense" else ()
+    build_store(store, args.chunks, DIM, args.index, words)
     empty = work / "empty.jsonl"
     if args.text:
         queries = work / "queries.jsonl"
@@ -122,7 +123,7 @@ def main() -> None:
     empty.write_text("")
     night1 = run(store, queries, work / "n1.jsonl", "--previous", str(empty),
                  "--snapshot", str(work / "s1.jsonl"), *model)
-    change(store, args.chunks, args.share, args.index)
+    change(store, args.chunks, args.share, args.index, words)
     full = run(store, queries, work / "full.jsonl", "--previous", str(empty),
                "--snapshot", str(work / "f2.jsonl"), *model)
     continued = run(store, queries, work / "n2.jsonl", "--previous", str(work / "s1.jsonl"),
@@ -178,8 +179,9 @@ def exact_evidence(work: Path, args: argparse.Namespace, model: tuple[str, ...]
     """Night 2's evidence on a flat twin of the store: the same chunks, changed the same
     way, searched exactly."""
     twin = work / "exact-store"
-    build_store(twin, args.chunks, DIM, "flat")
-    change(twin, args.chunks, args.share, "flat")
+    words = WORDS if args.mode != "dense" else ()
+    build_store(twin, args.chunks, DIM, "flat", words)
+    change(twin, args.chunks, args.share, "flat", words)
     queries = work / ("queries.jsonl" if args.text else "queries.parquet")
     run(twin, queries, work / "exact.jsonl", *model)
     return lines_by_id(work / "exact.jsonl")
