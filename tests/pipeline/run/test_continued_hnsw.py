@@ -12,17 +12,8 @@ import pytest
 
 from connectors import events
 from pipeline.run.continuation_plan import MAX_CHANGED_SHARE
-from tests.pipeline.run.test_continued_run import (
-    DOCS,
-    PER_DOC,
-    _by_id,
-    _changed,
-    _index,
-    _queries,
-    _records,
-    _run,
-    _write,
-)
+from tests.pipeline.run import nights
+from tests.pipeline.run.nights import DOCS, PER_DOC
 
 
 def _config(tmp_path: Path, ef: int, audit_rate: float) -> Path:
@@ -41,16 +32,17 @@ def _two_nights(tmp_path: Path, ef: int, audit_rate: float, seed: int = 1
                 ) -> tuple[Path, dict, Path, dict]:
     """Night 1 in full, 1% of the store changed, then night 2 continued and in full."""
     config = _config(tmp_path, ef, audit_rate)
-    empty = _write(tmp_path / "empty.jsonl", [])
+    empty = nights.write(tmp_path / "empty.jsonl", [])
     rng = np.random.default_rng(seed)
-    records = _records(rng, DOCS * PER_DOC, start=0)
-    _index(config, _write(tmp_path / "chunks1.jsonl", records))
-    queries = _write(tmp_path / "q.jsonl", _queries(rng, 60, "q"))
-    first, _ = _run(config, queries, tmp_path / "n1", empty)
+    records = nights.random_records(rng, DOCS * PER_DOC, start=0)
+    nights.index(config, nights.write(tmp_path / "chunks1.jsonl", records))
+    queries = nights.write(tmp_path / "q.jsonl", nights.standing_queries(rng, 60, "q"))
+    first, _ = nights.run(config, queries, tmp_path / "n1", empty)
     each = int(MAX_CHANGED_SHARE * len(records)) // 3
-    _index(config, _write(tmp_path / "chunks2.jsonl", _changed(rng, records, each)))
-    continued, counts = _run(config, queries, tmp_path / "n2", first)
-    full, full_counts = _run(config, queries, tmp_path / "full", empty)
+    nights.index(config, nights.write(tmp_path / "chunks2.jsonl",
+                                      nights.changed_records(rng, records, each)))
+    continued, counts = nights.run(config, queries, tmp_path / "n2", first)
+    full, full_counts = nights.run(config, queries, tmp_path / "full", empty)
     return continued, counts, full, full_counts
 
 
@@ -58,7 +50,7 @@ def test_an_hnsw_night_continues_and_equals_a_full_one_where_the_graph_misses_no
         tmp_path: Path) -> None:
     # ef 512 over 400 chunks: the graph finds every chunk, so both nights are exact
     continued, counts, full, _ = _two_nights(tmp_path, ef=512, audit_rate=1.0)
-    assert _by_id(continued) == _by_id(full)
+    assert nights.by_id(continued) == nights.by_id(full)
     assert counts["queries_continued"] > 40 and counts["continued_unchanged"] > 0
     assert counts["full_not_continuable"] == 0
     audited = counts[events.HNSW_CONTINUED_AUDITED]
@@ -93,12 +85,14 @@ def test_a_flat_night_audits_nothing_it_continues(tmp_path: Path) -> None:
     config = _config(tmp_path, ef=8, audit_rate=1.0)
     config.write_text(config.read_text().replace("index: hnsw", "index: flat"))
     rng = np.random.default_rng(3)
-    records = _records(rng, DOCS * PER_DOC, start=0)
-    _index(config, _write(tmp_path / "chunks1.jsonl", records))
-    queries = _write(tmp_path / "q.jsonl", _queries(rng, 20, "q"))
-    first, _ = _run(config, queries, tmp_path / "n1", _write(tmp_path / "empty.jsonl", []))
-    _index(config, _write(tmp_path / "chunks2.jsonl", _changed(rng, records, 3)))
-    continued, counts = _run(config, queries, tmp_path / "n2", first)
+    records = nights.random_records(rng, DOCS * PER_DOC, start=0)
+    nights.index(config, nights.write(tmp_path / "chunks1.jsonl", records))
+    queries = nights.write(tmp_path / "q.jsonl", nights.standing_queries(rng, 20, "q"))
+    empty = nights.write(tmp_path / "empty.jsonl", [])
+    first, _ = nights.run(config, queries, tmp_path / "n1", empty)
+    nights.index(config, nights.write(tmp_path / "chunks2.jsonl",
+                                      nights.changed_records(rng, records, 3)))
+    continued, counts = nights.run(config, queries, tmp_path / "n2", first)
     assert counts["queries_continued"] > 0
     assert counts.get(events.HNSW_CONTINUED_AUDITED, 0) == 0
     assert "hnsw_recall" not in json.loads(Path(f"{continued}.manifest.json").read_text())

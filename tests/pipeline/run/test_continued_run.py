@@ -16,88 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from connectors.chunk_record import ChunkRecord
 from pipeline.cli.main import main
-from pipeline.io.result_sink import read_results
 from pipeline.run.continuation_plan import MAX_CHANGED_SHARE
 from pipeline.run.state_files import QUERIES_FILE, STATE_SUFFIX
-
-DIM, DOCS, PER_DOC = 8, 100, 4
-
-
-def _records(rng: np.random.Generator, count: int, start: int) -> list[ChunkRecord]:
-    centres = rng.normal(size=(12, DIM))
-    rows = centres[rng.integers(0, 12, count)] + rng.normal(scale=0.4, size=(count, DIM))
-    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-    records = []
-    for n, vector in enumerate(rows, start=start):
-        doc, index = f"doc{n // PER_DOC}", n % PER_DOC
-        records.append(ChunkRecord(id=f"{doc}#chunk-{index}", vector=tuple(map(float, vector)),
-                                   content=f"content {n}", metadata={
-                                       "docId": doc, "chunkIndex": index,
-                                       "source": f"{doc}.md", "parity": n % 2}))
-    return records
-
-
-def _changed(rng: np.random.Generator, records: list[ChunkRecord], each: int
-             ) -> list[ChunkRecord]:
-    """`each` chunks rewritten (new vector and content), `each` deleted, `each` added."""
-    picked = rng.choice(len(records), 2 * each, replace=False)
-    rewritten, deleted = set(picked[:each].tolist()), set(picked[each:].tolist())
-    fresh = _records(rng, each, start=DOCS * PER_DOC + 1000 * int(rng.integers(1, 99)))
-    kept = []
-    for n, record in enumerate(records):
-        if n in deleted:
-            continue
-        if n in rewritten:
-            (new,) = _records(rng, 1, start=n)
-            record = record.model_copy(update={"vector": new.vector,
-                                               "content": record.content + " (rewritten)"})
-        kept.append(record)
-    return kept + fresh
-
-
-def _queries(rng: np.random.Generator, count: int, prefix: str) -> list[dict]:
-    queries: list[dict] = []
-    for n in range(count):
-        vector = rng.normal(size=DIM).tolist()
-        query: dict = {"id": f"{prefix}{n}"}
-        kind = n % 5
-        if kind == 3:
-            query["vectors"] = [vector, rng.normal(size=DIM).tolist()]
-        elif kind == 4:
-            query["text"] = f"words {n} of {prefix} about topic {n % 7}"
-        else:
-            query["vector"] = vector
-        if kind == 2:
-            query["filters"] = {"parity": n % 2}
-        queries.append(query)
-    return queries
-
-
-def _write(path: Path, rows: list) -> Path:
-    path.write_text("".join((r.model_dump_json() if isinstance(r, ChunkRecord)
-                             else json.dumps(r)) + "\n" for r in rows))
-    return path
-
-
-def _index(config: Path, chunks: Path) -> None:
-    assert main(["index", "--config", str(config), "--chunks", str(chunks),
-                 "--cleanup", "full"]) == 0
-
-
-def _run(config: Path, queries: Path, folder: Path, previous: Path, suffix: str = "jsonl"
-         ) -> tuple[Path, dict]:
-    folder.mkdir()
-    snapshot, summary = folder / f"snapshot.{suffix}", folder / "summary.json"
-    assert main(["run", "--config", str(config), "--queries", str(queries),
-                 "--out", str(folder / "out.jsonl"), "--previous", str(previous),
-                 "--snapshot", str(snapshot), "--summary", str(summary)]) == 0
-    return snapshot, json.loads(summary.read_text())["counts"]
-
-
-def _by_id(path: Path) -> dict[str, dict]:
-    return {result.query_id: result.model_dump() for result in read_results(str(path))}
+from tests.pipeline.run import nights
+from tests.pipeline.run.nights import DIM, DOCS, PER_DOC
 
 
 @pytest.fixture
@@ -117,23 +40,24 @@ def test_a_continued_run_equals_a_full_run_after_random_changes(
         night: tuple[Path, Path], tmp_path: Path, seed: int) -> None:
     config, empty = night
     rng = np.random.default_rng(seed)
-    records = _records(rng, DOCS * PER_DOC, start=0)
-    _index(config, _write(tmp_path / "chunks1.jsonl", records))
-    standing = _queries(rng, 60, "q")
-    first, night1 = _run(config, _write(tmp_path / "q1.jsonl", standing), tmp_path / "n1",
-                         empty)
+    records = nights.random_records(rng, DOCS * PER_DOC, start=0)
+    nights.index(config, nights.write(tmp_path / "chunks1.jsonl", records))
+    standing = nights.standing_queries(rng, 60, "q")
+    first, night1 = nights.run(config, nights.write(tmp_path / "q1.jsonl", standing),
+                               tmp_path / "n1", empty)
     assert Path(f"{first}{STATE_SUFFIX}").is_dir()
     assert night1["full_new_query"] == night1["evidence_new"] == night1["results"] == 60
 
     each = int(MAX_CHANGED_SHARE * len(records)) // 3
-    _index(config, _write(tmp_path / "chunks2.jsonl", _changed(rng, records, each)))
-    tonight = standing[5:] + _queries(rng, 5, "new")
+    nights.index(config, nights.write(tmp_path / "chunks2.jsonl",
+                                      nights.changed_records(rng, records, each)))
+    tonight = standing[5:] + nights.standing_queries(rng, 5, "new")
     tonight[0] = {**tonight[0], "filters": {"parity": 1}}
-    queries = _write(tmp_path / "q2.jsonl", tonight)
-    continued, counts = _run(config, queries, tmp_path / "n2", first)
-    full, _ = _run(config, queries, tmp_path / "full", empty)
+    queries = nights.write(tmp_path / "q2.jsonl", tonight)
+    continued, counts = nights.run(config, queries, tmp_path / "n2", first)
+    full, _ = nights.run(config, queries, tmp_path / "full", empty)
 
-    assert _by_id(continued) == _by_id(full)
+    assert nights.by_id(continued) == nights.by_id(full)
     assert counts["previous_gone"] == 5 and counts["evidence_new"] == 5
     assert counts["evidence_unchanged"] + counts["evidence_changed"] == 55
     assert counts["results"] == 5 + counts["evidence_changed"]
@@ -148,9 +72,10 @@ def test_a_continued_run_equals_a_full_run_after_random_changes(
     assert texts > 1
 
     shutil.rmtree(f"{first}{STATE_SUFFIX}")
-    _, compared = _run(config, queries, tmp_path / "compared", first)
+    _, compared = nights.run(config, queries, tmp_path / "compared", first)
     assert compared["full_not_continuable"] == 60 and compared["queries_continued"] == 0
-    assert _by_id(tmp_path / "compared" / "out.jsonl") == _by_id(tmp_path / "n2" / "out.jsonl")
+    assert nights.by_id(tmp_path / "compared" / "out.jsonl") == nights.by_id(
+        tmp_path / "n2" / "out.jsonl")
     manifest = json.loads((tmp_path / "compared" / "snapshot.jsonl.manifest.json").read_text())
     assert "is missing" in manifest["continuation"]["answered_in_full"]
 
@@ -161,17 +86,17 @@ def test_a_night_after_a_continued_one_continues_from_its_state(
         night: tuple[Path, Path], tmp_path: Path, suffix: str) -> None:
     config, empty = night
     rng = np.random.default_rng(9)
-    records = _records(rng, DOCS * PER_DOC, start=0)
-    _index(config, _write(tmp_path / "chunks1.jsonl", records))
-    queries = _write(tmp_path / "q.jsonl", _queries(rng, 40, "q"))
-    previous, _ = _run(config, queries, tmp_path / "n1", empty, suffix)
+    records = nights.random_records(rng, DOCS * PER_DOC, start=0)
+    nights.index(config, nights.write(tmp_path / "chunks1.jsonl", records))
+    queries = nights.write(tmp_path / "q.jsonl", nights.standing_queries(rng, 40, "q"))
+    previous, _ = nights.run(config, queries, tmp_path / "n1", empty, suffix)
     for night_number in (2, 3, 4):
-        records = _changed(rng, records, 4)
-        _index(config, _write(tmp_path / f"chunks{night_number}.jsonl", records))
-        previous, counts = _run(config, queries, tmp_path / f"n{night_number}", previous,
+        records = nights.changed_records(rng, records, 4)
+        nights.index(config, nights.write(tmp_path / f"chunks{night_number}.jsonl", records))
+        previous, counts = nights.run(config, queries, tmp_path / f"n{night_number}", previous,
                                 suffix)
-        full, _ = _run(config, queries, tmp_path / f"full{night_number}", empty)
-        assert _by_id(previous) == _by_id(full)
+        full, _ = nights.run(config, queries, tmp_path / f"full{night_number}", empty)
+        assert nights.by_id(previous) == nights.by_id(full)
         assert counts["queries_continued"] > 0 and counts["texts_embedded"] == 0
 
 
@@ -182,19 +107,20 @@ def test_a_continued_run_without_a_snapshot_writes_what_one_with_it_writes(
     output."""
     config, empty = night
     rng = np.random.default_rng(5)
-    records = _records(rng, DOCS * PER_DOC, start=0)
-    _index(config, _write(tmp_path / "chunks1.jsonl", records))
-    queries = _write(tmp_path / "q.jsonl", _queries(rng, 40, "q"))
-    previous, _ = _run(config, queries, tmp_path / "n1", empty)
-    _index(config, _write(tmp_path / "chunks2.jsonl", _changed(rng, records, 4)))
-    _, kept = _run(config, queries, tmp_path / "kept", previous)
+    records = nights.random_records(rng, DOCS * PER_DOC, start=0)
+    nights.index(config, nights.write(tmp_path / "chunks1.jsonl", records))
+    queries = nights.write(tmp_path / "q.jsonl", nights.standing_queries(rng, 40, "q"))
+    previous, _ = nights.run(config, queries, tmp_path / "n1", empty)
+    nights.index(config, nights.write(tmp_path / "chunks2.jsonl",
+                                      nights.changed_records(rng, records, 4)))
+    _, kept = nights.run(config, queries, tmp_path / "kept", previous)
     alone = tmp_path / "alone"
     alone.mkdir()
     assert main(["run", "--config", str(config), "--queries", str(queries), "--out",
                  str(alone / "out.jsonl"), "--previous", str(previous), "--summary",
                  str(alone / "summary.json")]) == 0
     counts = json.loads((alone / "summary.json").read_text())["counts"]
-    assert _by_id(alone / "out.jsonl") == _by_id(tmp_path / "kept" / "out.jsonl")
+    assert nights.by_id(alone / "out.jsonl") == nights.by_id(tmp_path / "kept" / "out.jsonl")
     assert counts["queries_continued"] == kept["queries_continued"] > 0
     assert sorted(p.name for p in alone.iterdir()) == sorted(
         ["out.jsonl", "out.jsonl.dead-letter.jsonl", "out.jsonl.gone.jsonl",
@@ -209,30 +135,31 @@ def test_a_query_that_lost_more_than_its_margin_is_recalled_and_still_exact(
         night: tuple[Path, Path], tmp_path: Path) -> None:
     config, empty = night
     rng = np.random.default_rng(5)
-    records = _records(rng, DOCS * PER_DOC, start=0)
-    _index(config, _write(tmp_path / "chunks1.jsonl", records))
+    records = nights.random_records(rng, DOCS * PER_DOC, start=0)
+    nights.index(config, nights.write(tmp_path / "chunks1.jsonl", records))
     target = np.asarray(records[0].vector)
-    queries = _write(tmp_path / "q.jsonl", [{"id": "near", "vector": target.tolist()},
+    queries = nights.write(tmp_path / "q.jsonl", [{"id": "near", "vector": target.tolist()},
                                             {"id": "far", "vector": (-target).tolist()}])
-    previous, _ = _run(config, queries, tmp_path / "n1", empty)
+    previous, _ = nights.run(config, queries, tmp_path / "n1", empty)
     nearest = np.argsort(-np.asarray([r.vector for r in records]) @ target)[:14]
     left = [r for n, r in enumerate(records) if n not in set(nearest.tolist())]
-    _index(config, _write(tmp_path / "chunks2.jsonl", left))
-    continued, counts = _run(config, queries, tmp_path / "n2", previous)
-    full, _ = _run(config, queries, tmp_path / "full", empty)
-    assert _by_id(continued) == _by_id(full)
+    nights.index(config, nights.write(tmp_path / "chunks2.jsonl", left))
+    continued, counts = nights.run(config, queries, tmp_path / "n2", previous)
+    full, _ = nights.run(config, queries, tmp_path / "full", empty)
+    assert nights.by_id(continued) == nights.by_id(full)
     assert counts["full_ran_out"] == 1 and counts["queries_continued"] == 1
 
 
 def _two_nights(config: Path, empty: Path, tmp_path: Path, *changes: str
                 ) -> tuple[Path, dict, dict]:
     rng = np.random.default_rng(3)
-    _index(config, _write(tmp_path / "chunks.jsonl", _records(rng, DOCS * PER_DOC, start=0)))
-    queries = _write(tmp_path / "q.jsonl", _queries(rng, 20, "q"))
-    first, _ = _run(config, queries, tmp_path / "n1", empty)
+    nights.index(config, nights.write(tmp_path / "chunks.jsonl",
+                                      nights.random_records(rng, DOCS * PER_DOC, start=0)))
+    queries = nights.write(tmp_path / "q.jsonl", nights.standing_queries(rng, 20, "q"))
+    first, _ = nights.run(config, queries, tmp_path / "n1", empty)
     for change in changes:
         config.write_text(config.read_text() + change)
-    second, counts = _run(config, queries, tmp_path / "n2", first)
+    second, counts = nights.run(config, queries, tmp_path / "n2", first)
     manifest = json.loads(Path(f"{second}.manifest.json").read_text())
     return second, counts, manifest
 
@@ -252,12 +179,13 @@ def test_a_state_changed_after_its_run_is_not_trusted(night: tuple[Path, Path],
                                                       tmp_path: Path) -> None:
     config, empty = night
     rng = np.random.default_rng(4)
-    _index(config, _write(tmp_path / "chunks.jsonl", _records(rng, DOCS * PER_DOC, start=0)))
-    queries = _write(tmp_path / "q.jsonl", _queries(rng, 10, "q"))
-    first, _ = _run(config, queries, tmp_path / "n1", empty)
+    nights.index(config, nights.write(tmp_path / "chunks.jsonl",
+                                      nights.random_records(rng, DOCS * PER_DOC, start=0)))
+    queries = nights.write(tmp_path / "q.jsonl", nights.standing_queries(rng, 10, "q"))
+    first, _ = nights.run(config, queries, tmp_path / "n1", empty)
     state = Path(f"{first}{STATE_SUFFIX}") / QUERIES_FILE
     state.write_bytes(state.read_bytes()[:-10] + b"0123456789")
-    second, counts = _run(config, queries, tmp_path / "n2", first)
+    second, counts = nights.run(config, queries, tmp_path / "n2", first)
     manifest = json.loads(Path(f"{second}.manifest.json").read_text())
     assert counts["full_not_continuable"] == 10
     assert "does not match its manifest" in manifest["continuation"]["answered_in_full"]
@@ -292,7 +220,7 @@ def _edited(rng: np.random.Generator, queries: list[dict]) -> list[dict]:
         elif roll < 0.25 and "text" in query:
             query = {**query, "text": query["text"] + " more"}
         tonight.append(query)
-    tonight += _queries(rng, 4, "new")
+    tonight += nights.standing_queries(rng, 4, "new")
     tonight.append({**tonight[0], "id": tonight[1]["id"]})
     return tonight
 
@@ -312,14 +240,16 @@ def test_continued_and_full_snapshots_hold_the_same_bytes_after_any_change(
         empty = tmp_path / "empty.jsonl"
         empty.write_text("")
         rng = np.random.default_rng(seed)
-        records = _records(rng, DOCS * PER_DOC, start=0)
-        _index(config, _write(tmp_path / "chunks1.jsonl", records))
-        standing = _queries(rng, 50, "q")
-        first, _ = _run(config, _write(tmp_path / "q1.jsonl", standing), tmp_path / "n1", empty)
-        _index(config, _write(tmp_path / "chunks2.jsonl", _changed(rng, records, each)))
-        queries = _write(tmp_path / "q2.jsonl", _edited(rng, standing))
-        continued, counts = _run(config, queries, tmp_path / "n2", first)
-        full, _ = _run(config, queries, tmp_path / "full", empty)
+        records = nights.random_records(rng, DOCS * PER_DOC, start=0)
+        nights.index(config, nights.write(tmp_path / "chunks1.jsonl", records))
+        standing = nights.standing_queries(rng, 50, "q")
+        first, _ = nights.run(config, nights.write(tmp_path / "q1.jsonl", standing),
+                              tmp_path / "n1", empty)
+        nights.index(config, nights.write(tmp_path / "chunks2.jsonl",
+                                      nights.changed_records(rng, records, each)))
+        queries = nights.write(tmp_path / "q2.jsonl", _edited(rng, standing))
+        continued, counts = nights.run(config, queries, tmp_path / "n2", first)
+        full, _ = nights.run(config, queries, tmp_path / "full", empty)
         assert _lines_by_id(continued) == _lines_by_id(full)
         assert counts["queries_continued"] > 0
 
@@ -330,15 +260,16 @@ def test_parquet_queries_continue_and_a_changed_row_is_read_again(
     the others are not, and the snapshot equals a full run's."""
     config, empty = night
     rng = np.random.default_rng(11)
-    records = _records(rng, DOCS * PER_DOC, start=0)
-    _index(config, _write(tmp_path / "chunks1.jsonl", records))
-    rows = [q for q in _queries(rng, 30, "q") if "vector" in q]
-    first, _ = _run(config, _parquet(tmp_path / "q1.parquet", rows), tmp_path / "n1", empty)
-    _index(config, _write(tmp_path / "chunks2.jsonl", _changed(rng, records, 2)))
+    records = nights.random_records(rng, DOCS * PER_DOC, start=0)
+    nights.index(config, nights.write(tmp_path / "chunks1.jsonl", records))
+    rows = [q for q in nights.standing_queries(rng, 30, "q") if "vector" in q]
+    first, _ = nights.run(config, _parquet(tmp_path / "q1.parquet", rows), tmp_path / "n1", empty)
+    nights.index(config, nights.write(tmp_path / "chunks2.jsonl",
+                                      nights.changed_records(rng, records, 2)))
     rows[0] = {**rows[0], "vector": [-x for x in rows[0]["vector"]]}
     queries = _parquet(tmp_path / "q2.parquet", rows)
-    continued, counts = _run(config, queries, tmp_path / "n2", first)
-    full, _ = _run(config, queries, tmp_path / "full", empty)
+    continued, counts = nights.run(config, queries, tmp_path / "n2", first)
+    full, _ = nights.run(config, queries, tmp_path / "full", empty)
     assert _lines_by_id(continued) == _lines_by_id(full)
     assert counts["full_query_changed"] == 1 and counts["queries"] == len(rows)
     assert counts["queries_continued"] + counts["full_ran_out"] == len(rows) - 1
@@ -357,17 +288,17 @@ def test_chunks_of_the_same_score_keep_the_full_runs_order_when_the_store_reorde
     config.write_text(config.read_text().replace("retrieve-k: 10\n  return-n: 3",
                                                  "retrieve-k: 1\n  return-n: 1"))
     rng = np.random.default_rng(13)
-    records = _records(rng, DOCS * PER_DOC, start=0)
+    records = nights.random_records(rng, DOCS * PER_DOC, start=0)
     twins = [r.model_copy(update={"id": f"twin{n}#chunk-0", "metadata": {
         **r.metadata, "docId": f"twin{n}", "chunkIndex": 0}}) for n, r in enumerate(records[:40])]
-    _index(config, _write(tmp_path / "chunks1.jsonl", records + twins))
-    queries = _write(tmp_path / "q.jsonl", [{"id": f"q{n}", "vector": list(r.vector)}
+    nights.index(config, nights.write(tmp_path / "chunks1.jsonl", records + twins))
+    queries = nights.write(tmp_path / "q.jsonl", [{"id": f"q{n}", "vector": list(r.vector)}
                                             for n, r in enumerate(records[:20])])
-    first, _ = _run(config, queries, tmp_path / "n1", empty)
-    reordered = _write(tmp_path / "chunks2.jsonl", twins + records)
+    first, _ = nights.run(config, queries, tmp_path / "n1", empty)
+    reordered = nights.write(tmp_path / "chunks2.jsonl", twins + records)
     assert main(["index", "--config", str(config), "--chunks", str(reordered),
                  "--rebuild"]) == 0
-    continued, counts = _run(config, queries, tmp_path / "n2", first)
-    full, _ = _run(config, queries, tmp_path / "full", empty)
+    continued, counts = nights.run(config, queries, tmp_path / "n2", first)
+    full, _ = nights.run(config, queries, tmp_path / "full", empty)
     assert _lines_by_id(continued) == _lines_by_id(full)
     assert counts["queries_continued"] == 20
