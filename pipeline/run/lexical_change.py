@@ -11,6 +11,7 @@ its own version's.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,9 +46,11 @@ class LexicalChange:
         return bound * factor * (1 + SCORE_MARGIN)
 
 
+@functools.lru_cache(maxsize=4)
 def version_statistics(version: Path) -> tuple[LexicalStatistics, StemmerName] | None:
     """The BM25 statistics of an embedded store version and its stemmer; None when it has no
-    lexical index (no chunk has a word), or one `index` built before it recorded them."""
+    lexical index (no chunk has a word), or one `index` built before it recorded them. Read
+    once per version (a version folder never changes: the plan asks twice)."""
     try:
         manifest = Manifest.read(version)
     except RagEvidenceError:
