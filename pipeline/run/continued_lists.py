@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from connectors.search_port import ChunkHits, ContinuablePort
 from core.vectors import unit_rows
 from pipeline.run.entered_gains import Gains
-from pipeline.run.state_shards import starting_at_zero
+from pipeline.run.state_shards import bm25_lists, starting_at_zero
 from stages.candidate_state import NO_BOUND, asked_width, joined, recalled_list
 from stages.continuation import same_top
 from stages.models import QueryHits, RecalledList
@@ -114,7 +114,7 @@ def list_vectors(flat: pa.StructArray) -> np.ndarray:
     if not vector.null_count:
         matrix = values.reshape(count, -1) if count else values.reshape(0, 0)
     else:  # the vectors of the kNN lists, one after another
-        held = ~np.asarray(vector.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        held = ~bm25_lists(flat)
         matrix = np.zeros((count, len(values) // max(int(held.sum()), 1)))
         matrix[held] = values.reshape(int(held.sum()), -1)
     if exact.null_count < len(exact):

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from connectors.embedded.vector_search import SCORE_TOLERANCE
 from core.vectors import unit_rows
-from pipeline.run.state_shards import starting_at_zero
+from pipeline.run.state_shards import bm25_lists, starting_at_zero
 
 
 class Gains(NamedTuple):
@@ -48,7 +48,7 @@ def entered_gains(lists: pa.ListArray, entered: np.ndarray) -> Gains:
     bounds = np.asarray(flat.field("bound").to_numpy(zero_copy_only=False), dtype=np.float64)
     lengths = np.diff(np.asarray(vectors.offsets))
     none = np.empty(0, dtype=np.int64)
-    held = ~np.asarray(vectors.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    held = ~bm25_lists(flat)
     if not held.any() or np.any(lengths[held] != entered.shape[1]):
         # continued one by one, which says why
         return Gains(none, none, np.ones(len(flat), dtype=bool))

@@ -42,6 +42,7 @@ from pipeline.run.state_shards import (
     STATE_SCHEMA,
     KeptRows,
     StateFile,
+    bm25_lists,
     one_array,
     starting_at_zero,
     states_of,
@@ -100,8 +101,7 @@ def touched(lists: pa.ListArray, entered: np.ndarray, removed: pa.Array, retriev
     hit |= _has_ties(flat.field("scores"))
     if len(removed) or len(entered):
         # a BM25 list's every score moves with the store's statistics
-        hit |= np.asarray(flat.field("vector").is_null().to_numpy(zero_copy_only=False),
-                          dtype=bool)
+        hit |= bm25_lists(flat)
     if len(entered):
         found = gains if gains is not None else entered_gains(lists, entered)
         hit |= found.unusable
@@ -302,8 +302,7 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
             else:
                 ids = flat.field("ids")[start:end].to_pylist()
             own = flat.slice(start, end - start)
-            knn = ~np.asarray(own.field("vector").is_null().to_numpy(zero_copy_only=False),
-                              dtype=bool)  # a BM25 list is not the graph's
+            knn = ~bm25_lists(own)  # a BM25 list is not the graph's
             if knn.any():
                 vectors.append(list_vectors(own)[knn])
                 tops.extend(i for i, searched in zip(ids, knn.tolist(), strict=True)
@@ -392,8 +391,7 @@ def has_lexical(lists: pa.ListArray) -> np.ndarray:
     """For each query (a list of kept lists), whether one of its lists is a BM25 list (kept
     without a vector): those are continued one by one."""
     per_query = np.diff(starting_at_zero(lists.offsets))
-    lexical = np.asarray(lists.flatten().field("vector").is_null().to_numpy(
-        zero_copy_only=False), dtype=np.int64)
+    lexical = bm25_lists(lists.flatten()).astype(np.int64)
     owner = np.repeat(np.arange(len(per_query)), per_query)
     return np.bincount(owner, weights=lexical, minlength=len(per_query)) > 0
 

@@ -52,6 +52,13 @@ _TEXT_REASON = "knn:text"
 _VECTORS_REASON = "knn:vectors["
 
 
+def bm25_lists(flat: pa.StructArray) -> np.ndarray:
+    """Of kept lists (`flat`, as the state holds them), which are BM25 lists: those kept
+    without a vector."""
+    return np.asarray(flat.field("vector").is_null().to_numpy(zero_copy_only=False),
+                      dtype=bool)
+
+
 def state_row(state: QueryState, shards: int) -> dict[str, Any] | None:
     """A query's state as a part row (no digest or result: those join it per shard); None
     for a state that holds no query to search with again."""
