@@ -18,7 +18,7 @@ from connectors.chunk_record import ChunkRecord
 from connectors.chunk_writer_port import WriteReport
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.failures import describe_body, is_retryable_status, not_an_answer
-from connectors.elasticsearch.layouts import chunk_source
+from connectors.elasticsearch.layouts import VERSION_FIELD, chunk_source
 from connectors.elasticsearch.retry import call_with_retries, outcome_of, retry_each
 from connectors.embedder_port import EmbedderInfo
 from connectors.events import EventHook, ignore_event
@@ -34,16 +34,21 @@ REASON_CHARS = 300
 
 
 def chunk_document(record: ChunkRecord, config: ElasticsearchConfig,
-                   embedder: EmbedderInfo | None = None) -> dict[str, Any]:
+                   embedder: EmbedderInfo | None = None, version: int | None = None
+                   ) -> dict[str, Any]:
     """The `_source` of a chunk in the configured layout (and field names), with its catalog
     entry: its document and the fingerprint of what its vector was computed from (by
-    `embedder`, or given in a chunk file when None)."""
+    `embedder`, or given in a chunk file when None), and the store version that writes it
+    (`store_version.VERSION_FIELD`), when given."""
     fingerprint = chunk_fingerprint(record.content, record.metadata, embedder,
                                     None if embedder else record.vector)
     catalog = {"fingerprint": fingerprint, "doc": document_of(record.id, record.metadata)}
-    return chunk_source(config.layout, record.id, unit(record.vector).tolist(), record.content,
-                        record.metadata, config.vector_field, config.content_field,
-                        config.metadata_field, catalog)
+    source = chunk_source(config.layout, record.id, unit(record.vector).tolist(),
+                          record.content, record.metadata, config.vector_field,
+                          config.content_field, config.metadata_field, catalog)
+    if version is not None:
+        source[VERSION_FIELD] = version
+    return source
 
 
 def write_documents(client: Elasticsearch, config: ElasticsearchConfig, index: str,
@@ -78,10 +83,11 @@ def write_documents(client: Elasticsearch, config: ElasticsearchConfig, index: s
 
 def write_chunks(client: Elasticsearch, config: ElasticsearchConfig,
                  records: Iterable[ChunkRecord], refresh: bool = False, *,
-                 embedder: EmbedderInfo | None = None,
+                 embedder: EmbedderInfo | None = None, version: int | None = None,
                  on_event: EventHook = ignore_event) -> WriteReport:
-    """Indexes chunk records with `_id` = the record id (the evidence key), so re-runs update."""
-    documents = ((r.id, chunk_document(r, config, embedder)) for r in records)
+    """Indexes chunk records with `_id` = the record id (the evidence key), so re-runs update;
+    each carries `version` when given (see `chunk_document`)."""
+    documents = ((r.id, chunk_document(r, config, embedder, version)) for r in records)
     return write_documents(client, config, config.index, documents, refresh, on_event=on_event)
 
 

@@ -30,26 +30,41 @@ def stored_chunks(client: Elasticsearch, config: ElasticsearchConfig, *,
     Raises:
         KnowledgeSearchError: a page could not be read (after the retry policy's attempts).
     """
+    for hit in every_hit(client, config, config.index, {"source": [CATALOG_FIELD]},
+                         page_size=page_size, on_event=on_event):
+        yield _stored(hit)
+
+
+def every_hit(client: Elasticsearch, config: ElasticsearchConfig, index: str,
+              body: dict[str, Any], *, page_size: int = PAGE_SIZE,
+              on_event: EventHook = ignore_event) -> Iterator[dict[str, Any]]:
+    """Every hit of a search of `index` (`body`: the `search` keywords of its query and
+    source), as of one point in time, `page_size` at a time (`search_after`).
+
+    Raises:
+        KnowledgeSearchError: a page could not be read (after the retry policy's attempts).
+    """
     def request(what: str, call: Any) -> Any:
-        return call_with_retries(call, config.retry, f"{what} of index {config.index!r}",
+        return call_with_retries(call, config.retry, f"{what} of index {index!r}",
                                  config.hosts, on_event=on_event)
 
     opened = request("opening a point in time", lambda: client.open_point_in_time(
-        index=config.index, keep_alive=KEEP_ALIVE))
+        index=index, keep_alive=KEEP_ALIVE))
     pit = str(opened["id"])
     try:
         after: list[Any] | None = None
         while True:
-            body: dict[str, Any] = {"size": page_size, "sort": ["_shard_doc"],
-                                    "pit": {"id": pit, "keep_alive": KEEP_ALIVE},
-                                    "source": [CATALOG_FIELD], "track_total_hits": False}
+            page_body: dict[str, Any] = {**body, "size": page_size, "sort": ["_shard_doc"],
+                                         "pit": {"id": pit, "keep_alive": KEEP_ALIVE},
+                                         "track_total_hits": False}
             if after is not None:
-                body["search_after"] = after
-            page = request("listing the chunks", lambda body=body: client.search(**body))
+                page_body["search_after"] = after
+            page = request("listing the chunks",
+                           lambda page_body=page_body: client.search(**page_body))
             hits = _hits(page.body)
             if not hits:
                 return
-            yield from (_stored(hit) for hit in hits)
+            yield from hits
             after, pit = hits[-1]["sort"], str(page.body.get("pit_id") or pit)
     finally:
         with contextlib.suppress(KnowledgeSearchError):

@@ -16,7 +16,13 @@ from connectors.elasticsearch.client import (
 )
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.index_check import field_mapping
-from connectors.elasticsearch.layouts import CATALOG_FIELD, CATALOG_MAPPING, extra_mapping
+from connectors.elasticsearch.layouts import (
+    CATALOG_FIELD,
+    CATALOG_MAPPING,
+    VERSION_FIELD,
+    VERSION_MAPPING,
+    extra_mapping,
+)
 from connectors.elasticsearch.retry import call_with_retries
 from connectors.embedder_port import EmbedderInfo
 from core.chunk_identity import CHUNK_INDEX, DOC_ID, SOURCE
@@ -42,7 +48,8 @@ def chunk_mapping(config: ElasticsearchConfig, dimension: int,
                 | extra_mapping(config.layout))
     properties: dict[str, Any] = {config.vector_field: vector,
                                   config.content_field: content_mapping(config.stemmer),
-                                  CATALOG_FIELD: CATALOG_MAPPING}
+                                  CATALOG_FIELD: CATALOG_MAPPING,
+                                  VERSION_FIELD: VERSION_MAPPING}
     if config.metadata_field is None:
         properties |= metadata
     else:
@@ -96,9 +103,9 @@ def ensure_index(client: Elasticsearch, config: ElasticsearchConfig, dimension: 
             raise EmbedderChangedError(f"index {config.index!r}",
                                        EmbedderChangedError.described(recorded),
                                        EmbedderChangedError.described(embedder))
-        changes["meta"] = _meta(embedder)
+        changes["meta"] = _meta(embedder, mappings)
     elif recorded is not None and recorded.weights is None and embedder and embedder.weights:
-        changes["meta"] = _meta(embedder)  # recorded before weights were: record them now
+        changes["meta"] = _meta(embedder, mappings)  # recorded before weights: record them
     _warn_on_another_analyzer(mappings, config)
     if CATALOG_FIELD not in mappings.get("properties", {}):
         changes["properties"] = {CATALOG_FIELD: CATALOG_MAPPING}
@@ -123,5 +130,11 @@ def _warn_on_another_analyzer(mappings: dict[str, Any], config: ElasticsearchCon
                      config.content_field, analyzer, analyzer)
 
 
-def _meta(embedder: EmbedderInfo | None) -> dict[str, Any]:
-    return {META_KEY: {"embedder": embedder.to_dict() if embedder else None}}
+def _meta(embedder: EmbedderInfo | None, mappings: dict[str, Any] | None = None
+          ) -> dict[str, Any]:
+    """`_meta` recording `embedder`; the rest of an existing index's (`mappings`) kept, since
+    a mapping update replaces `_meta` whole (its store versions among it)."""
+    meta = dict((mappings or {}).get("_meta") or {})
+    meta[META_KEY] = {**dict(meta.get(META_KEY) or {}),
+                      "embedder": embedder.to_dict() if embedder else None}
+    return meta

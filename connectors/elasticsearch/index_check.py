@@ -16,7 +16,7 @@ from connectors.elasticsearch.client import (
     recorded_embedder,
 )
 from connectors.elasticsearch.config import ElasticsearchConfig
-from connectors.elasticsearch.layouts import CATALOG_FIELD, LLAMA_DOC_ID_KEYS
+from connectors.elasticsearch.layouts import CATALOG_FIELD, LLAMA_DOC_ID_KEYS, VERSION_FIELD
 from connectors.elasticsearch.score_scale import DEFAULT_SIMILARITY, SIMILARITIES
 from connectors.embedder_port import EmbedderInfo
 from core.chunk_identity import CHUNK_INDEX_KEYS, DOC_ID_KEYS
@@ -25,6 +25,8 @@ from core.errors import ConfigError, DimensionMismatchError, StoreNotFoundError
 _log = logging.getLogger(__name__)
 _warned: set[str] = set()
 
+QUANTIZED_KINDS = ("int8", "int4", "bbq")
+"""The `index_options` types (before `_hnsw` or `_flat`) that score quantized vectors."""
 CONTENT_TYPES = ("text", "match_only_text", "keyword")
 UNFILTERABLE_TYPES = ("text", "match_only_text", "object", "nested", "dense_vector",
                       "sparse_vector", "rank_features", "flattened")
@@ -44,6 +46,9 @@ class IndexFacts:
     metadata_keys: frozenset[str] = frozenset()
     """The metadata keys the mapping holds (dotted below the first level): those that some
     stored chunk carries, as dynamic mapping adds them, or the index's creator mapped them."""
+    quantized: bool = False
+    """The vector field scores quantized vectors (`int8_hnsw`, `bbq_flat`, ...): a score is
+    not the one its stored float vector gives."""
 
 
 def check_index(client: Elasticsearch, config: ElasticsearchConfig,
@@ -84,8 +89,10 @@ def read_mapping(mappings: Mapping[str, Any], config: ElasticsearchConfig,
         paths[name], warning = _filter_path(mappings, config, name)
         warnings += [warning] if warning else []
     warnings += _identity_warnings(mappings, config)
+    options = (field_mapping(mappings, config.vector_field) or {}).get("index_options") or {}
+    quantized = str(options.get("type", "")).split("_")[0] in QUANTIZED_KINDS
     return IndexFacts(dims, similarity, recorded_embedder(dict(mappings)), paths, tuple(warnings),
-                      _metadata_keys(mappings, config))
+                      _metadata_keys(mappings, config), quantized)
 
 
 def field_mapping(mappings: Mapping[str, Any], path: str) -> dict[str, Any] | None:
@@ -181,7 +188,8 @@ def _identity_warnings(mappings: Mapping[str, Any], config: ElasticsearchConfig)
 def _metadata_keys(mappings: Mapping[str, Any], config: ElasticsearchConfig) -> frozenset[str]:
     if config.metadata_field is None:
         top = {k: v for k, v in (mappings.get("properties") or {}).items()
-               if k not in (config.vector_field, config.content_field, CATALOG_FIELD)}
+               if k not in (config.vector_field, config.content_field, CATALOG_FIELD,
+                            VERSION_FIELD)}
         return frozenset(_paths({"properties": top}))
     return frozenset(_paths(field_mapping(mappings, config.metadata_field) or {}))
 

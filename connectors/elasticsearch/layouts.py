@@ -49,6 +49,10 @@ CATALOG_FIELD = "rag_evidence"
 """Top-level object of every chunk rag-evidence writes: `fingerprint` (what its vector was
 computed from) and `doc` (its document), read back by an incremental `index`; never searched."""
 CATALOG_MAPPING = {"type": "object", "enabled": False}
+VERSION_FIELD = "rag_evidence_version"
+"""Top-level field of every chunk `index` writes: the store version that wrote it (see
+`store_version`); searched by range, never returned."""
+VERSION_MAPPING = {"type": "long"}
 
 HAYSTACK_ID = "id"
 HAYSTACK_OWN_FIELDS = ("id", "sparse_embedding", "blob", "score")
@@ -60,7 +64,7 @@ def source_filter(layout: LayoutName, vector_field: str, content_field: str,
     """The `_source` filter of a search: the content and metadata, never the vector (nor
     LlamaIndex's copy of the whole node)."""
     if metadata_field is None:
-        excludes = [vector_field, CATALOG_FIELD]
+        excludes = [vector_field, CATALOG_FIELD, VERSION_FIELD]
         if layout == "haystack":
             excludes += [f for f in HAYSTACK_OWN_FIELDS if f != vector_field]
         return {"excludes": excludes}

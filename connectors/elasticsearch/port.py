@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
+import numpy as np
 from elasticsearch import Elasticsearch
 
 from connectors.elasticsearch.client import open_client
@@ -14,7 +17,7 @@ from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.failures import describe_body, is_retryable_status, not_an_answer
 from connectors.elasticsearch.index_check import IndexFacts, check_index
 from connectors.elasticsearch.layouts import hit_metadata, identity_source_filter, source_filter
-from connectors.elasticsearch.retry import retry_each
+from connectors.elasticsearch.retry import call_with_retries, retry_each
 from connectors.elasticsearch.score_scale import cosine_scale
 from connectors.embedder_port import EmbedderInfo
 from connectors.events import EventHook, ignore_event
@@ -27,8 +30,17 @@ from connectors.search_port import (
     SearchRequest,
 )
 from core.chunk_identity import resolve_identity
-from core.errors import DimensionMismatchError, KnowledgeSearchError, SearchRejectedError
+from core.errors import (
+    DimensionMismatchError,
+    KnowledgeSearchError,
+    SearchRejectedError,
+    SearchUnavailableError,
+)
 from core.vectors import NO_DIRECTION, unit_rows
+
+MAX_CANDIDATES = 10_000
+"""Elasticsearch's limit on a kNN search's `num_candidates`."""
+_NO_HITS = ChunkHits([], [], [], [], [])
 
 H = TypeVar("H")
 """What one sub-search's hits are read as: `SearchHit`s, or `ChunkHits`."""
@@ -100,19 +112,113 @@ class ElasticsearchPort:
         config = self._config
         source = identity_source_filter(config.layout, config.content_field,
                                         config.metadata_field)
-        return self._answers(requests, source, self._chunk_hits, ChunkHits([], [], [], [], []))
+        return self._answers(requests, source, self._chunk_hits, _NO_HITS)
+
+    def search_among(self, requests: Sequence[SearchRequest], among: Sequence[Sequence[str]],
+                     above: Sequence[float], shared: Sequence[str] = ()) -> list[ChunkOutcome]:
+        """See `ContinuablePort`: each request searched as `search_chunks` searches it, its
+        filters with an `ids` filter of the chunks named, so that every score is the one a
+        search of the whole index gives; the hits above `above[i]` kept."""
+        config = self._config
+        source = identity_source_filter(config.layout, config.content_field,
+                                        config.metadata_field)
+        named = [list(dict.fromkeys([*ids, *shared])) for ids in among]
+        outcomes = self._answers(requests, source, self._chunk_hits, _NO_HITS, named)
+        return [outcome if isinstance(outcome, KnowledgeSearchError) else
+                outcome.part(0, sum(1 for s in outcome.scores if s > bound))
+                for outcome, bound in zip(outcomes, above, strict=True)]
+
+    def vectors_of(self, ids: Sequence[str]) -> np.ndarray:
+        """See `ContinuablePort`: the vectors as the index holds them, made unit. Raises
+        `SearchRejectedError` for an index that scores quantized vectors (the vectors do not
+        give its scores: each query is then continued by `search_among`)."""
+        if self._facts.quantized:
+            raise SearchRejectedError(f"index {self._config.index!r} scores quantized vectors")
+        sources = self._sources(ids, [self._config.vector_field])
+        vectors = [_vector_at(source, self._config.vector_field) for source in sources]
+        rows, _ = unit_rows(vectors) if vectors else (np.empty((0, self.dimension)), None)
+        return np.asarray(rows, dtype=np.float32)
+
+    def scores_of(self, vectors: np.ndarray, ids: Sequence[Sequence[str]]
+                  ) -> list[np.ndarray]:
+        """See `ContinuablePort`: each row a kNN search among the chunks it names."""
+        requests = [SearchRequest.model_construct(vector=tuple(row), text=None,
+                                                  k=max(len(named), 1), filters={})
+                    for row, named in zip(vectors.tolist(), ids, strict=True)]
+        found = self.search_among(requests, ids, [-math.inf] * len(requests))
+        scores = []
+        for named, hits in zip(ids, found, strict=True):
+            if isinstance(hits, KnowledgeSearchError):
+                raise hits
+            by_id = dict(zip(hits.ids, hits.scores, strict=True))
+            missing = [i for i in named if i not in by_id]
+            if missing:
+                raise KnowledgeSearchError(f"index {self._config.index!r} holds no chunk "
+                                           f"{missing[0]!r}")
+            scores.append(np.asarray([by_id[i] for i in named], dtype=np.float64))
+        return scores
+
+    def hits_of(self, ids: Sequence[Sequence[str]], scores: Sequence[Sequence[float]]
+                ) -> list[ChunkHits]:
+        """See `ContinuablePort`: identities and contents read as `search_chunks` reads
+        them."""
+        config = self._config
+        every = [i for named in ids for i in named]
+        source = identity_source_filter(config.layout, config.content_field,
+                                        config.metadata_field)
+        raws: list[Mapping[str, Any]] = [{"_id": i, "_source": s, "_score": 0.0}
+                for i, s in zip(every, self._sources(every, source["includes"]), strict=True)]
+        read = iter(self._chunk_hits(raws, False))
+        hits = []
+        for named, given in zip(ids, scores, strict=True):
+            part = [next(read) for _ in named]
+            hits.append(ChunkHits([h.id for h in part], [float(s) for s in given],
+                                  [h.identity for h in part], [h.content for h in part],
+                                  [None] * len(part)))
+        return hits
+
+    def _sources(self, ids: Sequence[str], fields: list[str]) -> list[Mapping[str, Any]]:
+        """The `_source` (of `fields`) of each chunk `ids` names, in order, by `_mget`.
+
+        Raises:
+            KnowledgeSearchError: a chunk the index does not hold, or a request that kept
+                failing.
+        """
+        config, found = self._config, []
+        size = config.max_searches_per_request * 10
+        for start in range(0, len(ids), size):
+            part = list(ids[start:start + size])
+            body = call_with_retries(partial(self._mget, part, fields), config.retry,
+                                     f"reading chunks of {config.index!r}", config.hosts,
+                                     on_event=self._on_event)
+            docs = body.get("docs") if isinstance(body, dict) else None
+            if not isinstance(docs, list) or len(docs) != len(part):
+                raise SearchUnavailableError(not_an_answer("_mget", body))
+            for chunk_id, doc in zip(part, docs, strict=True):
+                if not isinstance(doc, dict) or not doc.get("found"):
+                    raise KnowledgeSearchError(f"index {config.index!r} holds no chunk "
+                                               f"{chunk_id!r}")
+                found.append(doc.get("_source") or {})
+        return found
+
+    def _mget(self, ids: list[str], fields: list[str]) -> Any:
+        return self._client.mget(index=self._config.index, ids=ids, source=fields).body
 
     def _answers(self, requests: Sequence[SearchRequest], source: dict[str, list[str]],
-                 read: Callable[[list[Mapping[str, Any]], bool], H], empty: H
-                 ) -> list[H | KnowledgeSearchError]:
+                 read: Callable[[list[Mapping[str, Any]], bool], H], empty: H,
+                 among: Sequence[list[str]] | None = None) -> list[H | KnowledgeSearchError]:
         """Each request's hits read by `read`, or its error: every request one sub-search of
-        an `_msearch`, retried by the adapter's one loop."""
+        an `_msearch`, retried by the adapter's one loop; with `among`, request i searches
+        only the chunks `among[i]` names (none: no hits)."""
         outcomes: list[H | KnowledgeSearchError | None] = [self._invalid(r) for r in requests]
         directions = _directions(requests, outcomes)
         bodies: dict[int, dict[str, Any]] = {}  # built once, sent by every attempt
         for i, request in enumerate(requests):
-            if outcomes[i] is None:
-                body = self._body(request, source, directions.get(i))
+            if outcomes[i] is None and among is not None and not among[i]:
+                outcomes[i] = empty
+            elif outcomes[i] is None:
+                body = self._body(request, source, directions.get(i),
+                                  None if among is None else among[i])
                 if body is None:
                     outcomes[i] = SearchRejectedError(f"vector {NO_DIRECTION}")
                 else:
@@ -168,37 +274,45 @@ class ElasticsearchPort:
         return None
 
     def _body(self, request: SearchRequest, source: dict[str, list[str]],
-              direction: list[float] | None) -> dict[str, Any] | None:
-        """The sub-search of `request`, fetching `source`; None for a vector without a
-        `direction` (see `_directions`)."""
+              direction: list[float] | None, among: list[str] | None = None
+              ) -> dict[str, Any] | None:
+        """The sub-search of `request`, fetching `source`, among the chunks `among` names
+        when given; None for a vector without a `direction` (see `_directions`)."""
+        k = request.k if among is None else min(request.k, len(among))
+        filters = self._filters(request, among)
         if request.text is not None:
-            return self._match_body(request, request.text, source)
+            return self._match_body(request.text, k, filters, source)
         if direction is None:
             return None
         config = self._config
+        candidates = config.candidates_for(k)
         knn: dict[str, Any] = {
             "field": config.vector_field,
             "query_vector": direction,
-            "k": request.k,
-            "num_candidates": config.candidates_for(request.k),
+            "k": k,
+            "num_candidates": candidates if among is None else
+            min(max(candidates, len(among)), MAX_CANDIDATES),
         }
-        if request.filters:
-            knn["filter"] = self._filters(request)
+        if filters:
+            knn["filter"] = filters
         if config.similarity is not None:
             knn["similarity"] = config.similarity
-        return {"knn": knn, "size": request.k, "_source": source}
+        return {"knn": knn, "size": k, "_source": source}
 
-    def _match_body(self, request: SearchRequest, text: str, source: dict[str, list[str]]
-                    ) -> dict[str, Any]:
+    def _match_body(self, text: str, k: int, filters: list[dict[str, Any]],
+                    source: dict[str, list[str]]) -> dict[str, Any]:
         """BM25 on the content field; filters as non-scoring filters."""
         query = {"bool": {"must": [{"match": {self._config.content_field: text}}],
-                          "filter": self._filters(request)}}
-        return {"query": query, "size": request.k, "_source": source}
+                          "filter": filters}}
+        return {"query": query, "size": k, "_source": source}
 
-    def _filters(self, request: SearchRequest) -> list[dict[str, Any]]:
+    def _filters(self, request: SearchRequest, among: list[str] | None = None
+                 ) -> list[dict[str, Any]]:
+        """The request's filters, and an `ids` filter of the chunks `among` names."""
         paths = self._facts.filter_paths
-        return [_term(paths.get(f) or self._config.field_path(f), v)
-                for f, v in request.filters.items()]
+        filters = [_term(paths.get(f) or self._config.field_path(f), v)
+                   for f, v in request.filters.items()]
+        return filters if among is None else [*filters, {"ids": {"values": among}}]
 
     def _hits(self, found: list[Mapping[str, Any]], knn: bool) -> list[SearchHit]:
         return [SearchHit(id=hit_id, score=score, content=content, metadata=metadata)
@@ -244,6 +358,16 @@ def _directions(requests: Sequence[SearchRequest], outcomes: Sequence[object]
         return {}
     rows, usable = unit_rows(vectors)
     return {i: row for i, row, ok in zip(at, rows.tolist(), usable.tolist(), strict=True) if ok}
+
+
+def _vector_at(source: Mapping[str, Any], path: str) -> list[float]:
+    """The vector at dotted `path` of a chunk's `_source`."""
+    node: Any = source
+    for part in path.split("."):
+        node = node.get(part) if isinstance(node, Mapping) else None
+    if not isinstance(node, list):
+        raise KnowledgeSearchError(f"a chunk holds no vector at {path!r}")
+    return [float(x) for x in node]
 
 
 def _term(path: str, value: Any) -> dict[str, Any]:

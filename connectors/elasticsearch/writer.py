@@ -16,6 +16,7 @@ from connectors.elasticsearch.client import open_client
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.index_admin import ensure_index
 from connectors.elasticsearch.retry import call_with_retries
+from connectors.elasticsearch.store_version import begin_write, commit_write, record_deletions
 from connectors.embedder_port import EmbedderInfo
 from connectors.events import EventHook, ignore_event
 
@@ -48,12 +49,32 @@ class ElasticsearchWriter:
         return ensure_index(self._client, self._config, dimension, embedder, rebuild)
 
     def write_chunks(self, records: Iterable[ChunkRecord], refresh: bool = False,
-                     embedder: EmbedderInfo | None = None) -> WriteReport:
+                     embedder: EmbedderInfo | None = None, version: int | None = None
+                     ) -> WriteReport:
         return write_chunks(self._client, self._config, records, refresh, embedder=embedder,
-                            on_event=self._on_event)
+                            version=version, on_event=self._on_event)
 
-    def delete_chunks(self, ids: Iterable[str]) -> WriteReport:
-        return delete_chunks(self._client, self._config, ids, on_event=self._on_event)
+    def delete_chunks(self, ids: Iterable[str], version: int | None = None) -> WriteReport:
+        """Deletes chunks by id; with `version`, each is recorded as deleted by it first (see
+        `store_version`), and one whose record failed is not deleted (a failure)."""
+        ids = list(ids)
+        if version is None:
+            return delete_chunks(self._client, self._config, ids, on_event=self._on_event)
+        recorded = record_deletions(self._client, self._config, ids, version,
+                                    on_event=self._on_event)
+        unrecorded = {i for i, _ in recorded.failures}
+        report = delete_chunks(self._client, self._config,
+                               [i for i in ids if i not in unrecorded], on_event=self._on_event)
+        report.failures[:0] = recorded.failures
+        return report
+
+    def begin_version(self) -> int:
+        """Records that this writer's `index` writes the next store version; returns it."""
+        return begin_write(self._client, self._config)
+
+    def commit_version(self, version: int) -> None:
+        """Records `version` as committed (see `store_version.commit_write`)."""
+        commit_write(self._client, self._config, version)
 
     def stored_chunks(self) -> Iterator[StoredChunk]:
         """Every chunk the index holds (see `catalog.stored_chunks`)."""

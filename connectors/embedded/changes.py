@@ -10,23 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from connectors.embedded.chunk_table import ChunkTable
+from connectors.store_changes import MARK_FILES, StoreChanges
 
-STATE_CHUNKS_FILE = "chunks.arrow"
+STATE_CHUNKS_FILE = MARK_FILES[0]
 """The name of the copy of the store's chunk table that a run's state keeps."""
-
-
-@dataclass(frozen=True)
-class StoreChanges:
-    """`removed`: ids whose earlier vector is gone (deleted or rewritten); `entered`: ids whose
-    vector is new (added or rewritten), in the current version's row order."""
-
-    removed: frozenset[str]
-    entered: tuple[str, ...]
-
-    @property
-    def chunks(self) -> int:
-        """How many chunks changed: added, rewritten or deleted."""
-        return len(self.removed.union(self.entered))
 
 
 def changes_between(previous: ChunkTable, current: ChunkTable) -> StoreChanges | str:
@@ -43,6 +30,26 @@ def changes_between(previous: ChunkTable, current: ChunkTable) -> StoreChanges |
     entered = tuple(i for i, f in now.items() if before.get(i) != f)
     removed = frozenset(i for i, f in before.items() if now.get(i) != f)
     return StoreChanges(removed, entered)
+
+
+@dataclass(frozen=True)
+class ChunkTableMark:
+    """The `StoreMark` of an embedded store version: its name and chunk table, kept whole and
+    compared whole (`changes_between`)."""
+
+    name: str
+    table: ChunkTable
+    file: str = STATE_CHUNKS_FILE
+
+    @property
+    def size(self) -> int:
+        return len(self.table)
+
+    def keep(self, folder: Path) -> None:
+        keep_chunk_table(self.table, folder)
+
+    def changes_since(self, folder: Path) -> StoreChanges | str:
+        return changes_between(kept_chunk_table(folder), self.table)
 
 
 def keep_chunk_table(chunks: ChunkTable, folder: Path) -> None:

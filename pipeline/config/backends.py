@@ -16,12 +16,12 @@ from typing import Any
 
 from connectors import events
 from connectors.chunk_writer_port import ChunkTarget
-from connectors.embedded.chunk_table import ChunkTable
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo, EmbedderPort
 from connectors.embedders import hashing, sentence_transformer
 from connectors.embedders.hashing import HashingEmbedder
 from connectors.embedders.sentence_transformer import SentenceTransformerEmbedder
 from connectors.search_port import PortFactory
+from connectors.store_changes import StoreMark
 from core.errors import ConfigError
 from pipeline.config import elasticsearch_backend, embedded_backend
 from pipeline.config.settings import BACKEND_NAMES, EmbedderSettings, Settings
@@ -51,21 +51,23 @@ class Backend:
     """What a run's manifest records of it (no secret)."""
     counters: tuple[str, ...] = ()
     """The counters of its own that a run's summary reports."""
-    chunk_table: Callable[[Path], ChunkTable] | None = None
-    """The chunk table (ids and fingerprints) of a store version, from which a run tells what
-    changed since PREV's (None: its runs are never continued from PREV's state)."""
+    store_mark: Callable[[Settings, Path | None], StoreMark | str] | None = None
+    """What a run keeps of the store it reads (given the version folder it reads, if any), from
+    which the next run tells what changed since; or why it cannot (None: its runs are never
+    continued from PREV's state)."""
 
 
 EMBEDDED = Backend(
     "embedded", "the embedded store", embedded_backend.port_factory,
     embedded_backend.pinned_port_factory, embedded_backend.chunk_target,
     embedded_backend.display_name, embedded_backend.identity, embedded_backend.described,
-    chunk_table=ChunkTable.of_version)
+    store_mark=embedded_backend.store_mark)
 ELASTICSEARCH = Backend(
     "elasticsearch", "the Elasticsearch index", elasticsearch_backend.port_factory,
     elasticsearch_backend.pinned_port_factory, elasticsearch_backend.chunk_target,
     elasticsearch_backend.display_name, elasticsearch_backend.identity,
-    elasticsearch_backend.described, counters=events.REQUEST_EVENTS)
+    elasticsearch_backend.described, counters=events.REQUEST_EVENTS,
+    store_mark=elasticsearch_backend.store_mark)
 BACKENDS = {backend.name: backend for backend in (EMBEDDED, ELASTICSEARCH)}
 assert tuple(BACKENDS) == BACKEND_NAMES, "settings accept exactly the registered backends"
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from connectors.chunk_writer_port import ChunkTarget
 from connectors.search_port import PortFactory
+from connectors.store_changes import StoreMark
 from core.errors import redact
 from pipeline.config.settings import Settings
 from stages.support import counters
@@ -50,3 +51,10 @@ def described(settings: Settings, version: Path | None) -> dict[str, Any]:
     es = settings.search.elasticsearch
     return {"backend": "elasticsearch", "hosts": [redact(h) for h in es.hosts],
             "index": es.index, "embedder": settings.embedder.model_dump(by_alias=True)}
+
+
+def store_mark(settings: Settings, version: Path | None) -> StoreMark | str:
+    """The index's committed store version (see `store_version`)."""
+    from connectors.elasticsearch.store_version import IndexMark
+
+    return IndexMark.read(settings.search.elasticsearch)

@@ -11,11 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from connectors.chunk_writer_port import ChunkTarget
+from connectors.embedded.changes import ChunkTableMark
+from connectors.embedded.chunk_table import ChunkTable
 from connectors.embedded.layout import MANIFEST_FILE
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.versions import VersionLease, current_version
 from connectors.embedded.writer import EmbeddedStoreTarget
 from connectors.search_port import PortFactory
+from connectors.store_changes import StoreMark
 from core.errors import ConfigError
 from core.folder_paths import folder_path_problem
 from pipeline.config.settings import Settings
@@ -73,3 +76,10 @@ def described(settings: Settings, version: Path | None) -> dict[str, Any]:
         described |= {"manifest": json.loads(text),
                       "manifest_sha256": hashlib.sha256(text).hexdigest()}
     return described
+
+
+def store_mark(settings: Settings, version: Path | None) -> StoreMark | str:
+    """The version's chunk table, which the next run compares with its own."""
+    if version is None:
+        return "the run reads a port given in code, with no store version to tell changes by"
+    return ChunkTableMark(version.name, ChunkTable.of_version(version))

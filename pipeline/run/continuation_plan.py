@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from connectors.embedded.changes import StoreChanges, changes_between, kept_chunk_table
-from connectors.embedded.chunk_table import ChunkTable
 from connectors.embedded.lexical_bound import LexicalStatistics
+from connectors.store_changes import StoreChanges, StoreMark
 from core.stemmer import StemmerName
 from pipeline.config.backends import backend_of
 from pipeline.config.settings import Settings
@@ -54,8 +53,8 @@ class ContinuationPlan:
     continues: Continued | None = None
     refused: str | None = None
     first_night: bool = False
-    chunks: ChunkTable | None = None
-    """The chunk table of the store version the run reads, when it keeps state."""
+    mark: StoreMark | None = None
+    """What the run keeps of the store it reads, when it keeps state or continues."""
     lexical: LexicalStatistics | None = None
     """With lexical or hybrid recall: the BM25 statistics of that version, kept with it."""
     shards: int | None = None
@@ -63,11 +62,10 @@ class ContinuationPlan:
     previous_empty: bool = False
     """`--previous` is an empty file: every result is new, and none is compared."""
 
-    def start(self, settings: Settings, version: Path | None) -> None:
+    def start(self, settings: Settings) -> None:
         """Starts the state this run keeps, if any (see `StateFolder.start`)."""
-        if (self.keeps is not None and self.chunks is not None and version is not None
-                and self.shards is not None):
-            self.keeps.start(settings, version, self.chunks, self.shards, self.lexical)
+        if self.keeps is not None and self.mark is not None and self.shards is not None:
+            self.keeps.start(settings, self.mark, self.shards, self.lexical)
 
     @property
     def full_counter(self) -> str:
@@ -86,14 +84,15 @@ class ContinuationPlan:
 
 
 def plan_continuation(settings: Settings, io: RunIO, version: Path | None,
-                      previous_manifest: dict[str, Any] | None) -> ContinuationPlan:
-    """The plan of a run: it keeps state with `--snapshot`, on the embedded store with flat
-    dense recall (`version` is the store version it reads); it continues from PREV's state
-    when `previous_manifest` (PREV's run's) names one that matches, of the same settings and
-    the same rag-evidence version, and the store changed by at most `MAX_CHANGED_SHARE`
-    since. A state keeps the shards of the state it continues from, else one shard per
-    `QUERIES_PER_SHARD` of the run's queries."""
-    plan = _planned(settings, io, version, previous_manifest)
+                      previous_manifest: dict[str, Any] | None, from_code: bool = False
+                      ) -> ContinuationPlan:
+    """The plan of a run: it keeps state with `--snapshot` unless `why_not_kept` says why not
+    (`version` is the embedded store version it reads; `from_code`: it reads a port given in
+    code); it continues from PREV's state when `previous_manifest` (PREV's run's) names one
+    that matches, of the same settings and the same rag-evidence version, and the store
+    changed by at most `MAX_CHANGED_SHARE` since. A state keeps the shards of the state it
+    continues from, else one shard per `QUERIES_PER_SHARD` of the run's queries."""
+    plan = _planned(settings, io, version, previous_manifest, from_code)
     if io.previous is not None and _is_empty(io.previous.location):
         plan = dataclasses.replace(plan, previous_empty=True)
     if plan.continues is not None:
@@ -106,19 +105,23 @@ def plan_continuation(settings: Settings, io: RunIO, version: Path | None,
 
 
 def _planned(settings: Settings, io: RunIO, version: Path | None,
-             previous_manifest: dict[str, Any] | None) -> ContinuationPlan:
+             previous_manifest: dict[str, Any] | None, from_code: bool) -> ContinuationPlan:
     backend = backend_of(settings)
-    why_not = why_not_kept(settings, version)
+    why_not = why_not_kept(settings, version, from_code)
+    current = None
+    if not why_not and (io.snapshot is not None or io.previous is not None):
+        assert backend.store_mark is not None
+        found_mark = backend.store_mark(settings, version)
+        if isinstance(found_mark, str):
+            why_not = found_mark
+        else:
+            current = found_mark
     keeps = None if why_not or io.snapshot is None else StateFolder.of_snapshot(
         io.snapshot.location)
-    current = None
-    if not why_not and (keeps is not None or io.previous is not None):
-        assert version is not None and backend.chunk_table is not None
-        current = backend.chunk_table(version)
     found = _statistics(settings, version) if not why_not else None
     lexical = None if found is None else found[0]
     if io.previous is None:
-        return ContinuationPlan(keeps, chunks=current, lexical=lexical)
+        return ContinuationPlan(keeps, mark=current, lexical=lexical)
     if why_not:
         return _refused(keeps, why_not)
     if previous_manifest is None:
@@ -138,12 +141,12 @@ def _planned(settings: Settings, io: RunIO, version: Path | None,
         return _refused(keeps, "the settings differ from PREV's run (rag, projection, "
                                "embedder or index)", current)
     assert current is not None
-    changes = changes_between(kept_chunk_table(folder.path), current)
+    changes = current.changes_since(folder.path)
     if isinstance(changes, str):
         return _refused(keeps, changes, current)
-    if changes.chunks > MAX_CHANGED_SHARE * max(len(current), 1):
+    if changes.chunks > MAX_CHANGED_SHARE * max(current.size, 1):
         return _refused(keeps, f"the store changed by {changes.chunks} chunks since PREV, more "
-                               f"than {MAX_CHANGED_SHARE:.0%} of its {len(current)}", current)
+                               f"than {MAX_CHANGED_SHARE:.0%} of its {current.size}", current)
     change = None
     if found is not None:
         old = kept_statistics(folder.path)
@@ -151,7 +154,7 @@ def _planned(settings: Settings, io: RunIO, version: Path | None,
             return _refused(keeps, "PREV's state keeps no BM25 statistics", current, lexical)
         change = LexicalChange(old, *found)
     _log.info("continuing from %s: %d chunks changed since", folder.path, changes.chunks)
-    return ContinuationPlan(keeps, Continued(folder, changes, change), chunks=current,
+    return ContinuationPlan(keeps, Continued(folder, changes, change), mark=current,
                             lexical=lexical)
 
 
@@ -159,17 +162,25 @@ def _is_empty(location: str) -> bool:
     return is_local(location) and os.path.getsize(location) == 0
 
 
-def why_not_kept(settings: Settings, version: Path | None) -> str | None:
+def why_not_kept(settings: Settings, version: Path | None, from_code: bool = False
+                 ) -> str | None:
     """Why a run with `settings` keeps no state and continues from none (the README's commands
-    table names each case), or None when it does."""
+    table names each case), or None when it may (the store may still say why not: see
+    `Backend.store_mark`). `version`: the embedded store version it reads; `from_code`: it
+    reads a port given in code."""
     backend = backend_of(settings)
     if not settings.job.keep_state:
         return "job.keep-state is false"
-    if backend.chunk_table is None:
-        return f"runs on {backend.noun} are not continued (only the embedded store's are)"
-    if version is None:
+    if backend.store_mark is None:
+        return f"runs on {backend.noun} are not continued"
+    if from_code:
         return "the run reads a port given in code, with no store version to tell changes by"
-    if settings.rag.recall.mode != "dense" and version_statistics(version) is None:
+    if settings.rag.recall.mode != "dense" and settings.search.backend != "embedded":
+        return (f"rag.recall.mode={settings.rag.recall.mode}: {backend.noun} does not keep "
+                "the BM25 statistics a lexical list is continued by (yet): only dense "
+                "nights on it continue")
+    if settings.rag.recall.mode != "dense" and (
+            version is None or version_statistics(version) is None):
         return (f"rag.recall.mode={settings.rag.recall.mode}: the store's lexical index "
                 "records no BM25 statistics (no chunk has a word, or it was built before "
                 "they were recorded: the next `index` records them)")
@@ -184,10 +195,10 @@ def continued_audit_rate(settings: Settings) -> float:
     return embedded.hnsw.audit_rate if embedded.index == "hnsw" else 0.0
 
 
-def _refused(keeps: StateFolder | None, why: str, chunks: ChunkTable | None = None,
+def _refused(keeps: StateFolder | None, why: str, mark: StoreMark | None = None,
              lexical: LexicalStatistics | None = None) -> ContinuationPlan:
     _log.info("every query is answered in full: %s", why)
-    return ContinuationPlan(keeps, None, why, chunks=chunks, lexical=lexical)
+    return ContinuationPlan(keeps, None, why, mark=mark, lexical=lexical)
 
 
 def _statistics(settings: Settings, version: Path | None

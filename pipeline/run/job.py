@@ -71,7 +71,7 @@ def run(settings: Settings, io: RunIO, *, beam_args: Sequence[str] = (),
             "--previous", io.previous.location)
         if port_factory is not None:
             return _run(settings, io, beam_args, port_factory, embedder_factory, None,
-                        previous)
+                        previous, from_code=True)
         with pinned_port_factory(settings) as (pinned, version):
             return _run(settings, io, beam_args, pinned, embedder_factory, version, previous)
 
@@ -93,7 +93,7 @@ def _written_files(io: RunIO, plan: ContinuationPlan) -> list[str]:
 
 def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: PortFactory,
          embedder_factory: EmbedderFactory | None, version: Path | None,
-         previous: dict[str, Any] | None) -> RunSummary:
+         previous: dict[str, Any] | None, from_code: bool = False) -> RunSummary:
     describe = None if embedder_factory else partial(embedder_info, settings.embedder)
     embedder_factory = embedder_factory or embedder_factory_for(settings)
     options = pipeline_options(beam_args)
@@ -107,8 +107,8 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
         remove_manifests(io.manifests)
         started, began = time.monotonic(), _now()
         runner = runner_name(options)  # before the run: a portable runner clears it
-        plan = plan_continuation(settings, io, version, previous)
-        plan.start(settings, version)
+        plan = plan_continuation(settings, io, version, previous, from_code)
+        plan.start(settings)
         pipeline = job_pipeline(options)
         build_pipeline(pipeline, settings, io, port_factory=port_factory,
                        embedder_factory=embedder_factory, embedder_refusal=refusal, plan=plan)

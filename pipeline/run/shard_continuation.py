@@ -361,8 +361,8 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
         return self._removed_array
 
     def _entered_matrix(self) -> np.ndarray | None:
-        """The entered chunks' vectors; None when the store cannot give them (every standing
-        query is then continued one by one)."""
+        """The entered chunks' vectors; None when the store cannot give them, or they do not
+        give its scores (every standing query is then continued one by one)."""
         if self._entered_vectors is None:
             if not self._entered:
                 self._entered_vectors = np.empty((0, 0), dtype=np.float32)
@@ -374,7 +374,10 @@ class ContinueShardsDoFn(OwningDoFn[KnowledgeSearchPort]):
             if not can(port, "vectors_of"):
                 return None
             continuable: ContinuablePort = port  # type: ignore[assignment]
-            self._entered_vectors = continuable.vectors_of(self._entered)
+            try:
+                self._entered_vectors = continuable.vectors_of(self._entered)
+            except KnowledgeSearchError:
+                return None
         return self._entered_vectors
 
     def _continued(self, items: Sequence[Continuation]) -> list[list[Any]]:

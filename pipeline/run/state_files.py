@@ -3,7 +3,9 @@ continue from it (see `stages.continuation`).
 
     queries.arrow    per query, by shard: its record's digest, fingerprint, what it searches
                      with, the kept lists and its result line (see `state_shards`)
-    chunks.arrow     the chunk table (id, identity, fingerprint) of the store version it read
+    chunks.arrow     the embedded store: the chunk table (id, identity, fingerprint) of the
+                     version it read
+    elasticsearch.json  Elasticsearch: the index and the store version it read
     lexical.json     with lexical or hybrid recall: that version's BM25 statistics (see
                      `lexical_change`)
     state.json       the format, the settings fingerprint, the store version and the shards
@@ -21,11 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from connectors.embedded.changes import STATE_CHUNKS_FILE as CHUNKS_FILE
-from connectors.embedded.changes import keep_chunk_table
-from connectors.embedded.chunk_table import ChunkTable
 from connectors.embedded.lexical_bound import LexicalStatistics
 from connectors.ownership import owned_suffix
+from connectors.store_changes import MARK_FILES, StoreMark
 from core.errors import RagEvidenceError
 from core.file_digest import file_sha256
 from pipeline.config.backends import embedder_info
@@ -41,9 +41,9 @@ LEGACY_FILES = ("queries.parquet",)
 """What an earlier format's state held: removed with the rest when a run replaces it."""
 
 SETTINGS_FILE = "state.json"
-_STATE_FILES = (QUERIES_FILE, CHUNKS_FILE, LEXICAL_FILE, *LEGACY_FILES)
-_DESCRIBED = (QUERIES_FILE, CHUNKS_FILE, SETTINGS_FILE)
-_DESCRIBED_IF_KEPT = (LEXICAL_FILE,)
+_STATE_FILES = (QUERIES_FILE, *MARK_FILES, LEXICAL_FILE, *LEGACY_FILES)
+_DESCRIBED = (QUERIES_FILE, SETTINGS_FILE)
+_DESCRIBED_IF_KEPT = (*MARK_FILES, LEXICAL_FILE)
 FORMAT = 2
 
 
@@ -102,17 +102,18 @@ class StateFolder:
         of a killed run is removed with the rest: see `owned_folders`)."""
         return str(self.path / f"{QUERIES_FILE}.parts-{owned_suffix()}")
 
-    def start(self, settings: Settings, version: Path, chunks: ChunkTable, shards: int,
+    def start(self, settings: Settings, mark: StoreMark, shards: int,
               lexical: LexicalStatistics | None = None) -> None:
         """Empties the folder of an earlier run's state (its files, nothing else: see `check`)
         and writes what the driver knows: the settings fingerprint (the folder's marker, first),
-        the store version, the number of shards, its chunk table (`chunks`) and its BM25
-        statistics (`lexical`, when given). The queries are written by the run."""
+        the store version, the number of shards, what the next run tells the store's changes
+        by (`mark`) and its BM25 statistics (`lexical`, when given). The queries are written
+        by the run."""
         claim_folder(self.path, SETTINGS_FILE, _STATE_FILES)
         write_json_file(str(self.path / SETTINGS_FILE),
                         {"format": FORMAT, "settings_sha256": settings_fingerprint(settings),
-                         "store_version": version.name, "shards": shards}, sort_keys=True)
-        keep_chunk_table(chunks, self.path)
+                         "store_version": mark.name, "shards": shards}, sort_keys=True)
+        mark.keep(self.path)
         if lexical is not None:
             keep_statistics(lexical, self.path)
 
