@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from bulk_scale import _clustered, _records, build_store, query_vectors
 
+from connectors.chunk_writer_port import ChunkTarget
 from connectors.embedded.layout import IndexKind
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.writer import EmbeddedStoreTarget
@@ -64,13 +65,14 @@ def changed_rows(chunks: int, share: float) -> tuple[np.ndarray, np.ndarray, np.
 
 
 def change(store: Path, chunks: int, share: float, index: IndexKind = "flat",
-           words: Sequence[str] = ()) -> tuple[set[str], np.ndarray]:
+           words: Sequence[str] = (), target: ChunkTarget | None = None
+           ) -> tuple[set[str], np.ndarray]:
     """Rewrites, deletes and adds `share` of the store (built with `index`, and contents of
-    `words`) in equal parts; returns the ids whose old answers can no longer be trusted
-    (rewritten, deleted) and the delta's vectors."""
+    `words`; or of `target` when given) in equal parts; returns the ids whose old answers can
+    no longer be trusted (rewritten, deleted) and the delta's vectors."""
     rewritten, deleted, new_vectors = changed_rows(chunks, share)
     count = len(rewritten)
-    target = EmbeddedStoreTarget(store, index)
+    target = target or EmbeddedStoreTarget(store, index)
     target.prepare(DIM, None)
     writer = target.open_writer()
     rewritten_records = [r for i, row in enumerate(rewritten)

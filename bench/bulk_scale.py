@@ -28,6 +28,7 @@ import orjson
 from peak_rss import high_water_kib
 
 from connectors.chunk_record import ChunkRecord
+from connectors.chunk_writer_port import ChunkTarget
 from connectors.embedded.layout import HNSW_FILE, VECTORS_FILE
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.vector_search import HnswGraph, HnswParams, exact_neighbours
@@ -63,9 +64,11 @@ def _records(vectors: np.ndarray, first: int, chunks_per_doc: int = 4,
                           content=content, metadata={"docId": doc, "chunkIndex": index})
 
 
-def build_store(path: Path, chunks: int, dim: int, index: str, words: Sequence[str] = ()
-                ) -> str | None:
-    target = EmbeddedStoreTarget(path, index, HnswParams())  # type: ignore[arg-type]
+def build_store(path: Path, chunks: int, dim: int, index: str, words: Sequence[str] = (),
+                target: ChunkTarget | None = None) -> str | None:
+    """The bench's clustered chunks written through `index`'s own target: an embedded store
+    at `path`, or `target` when given."""
+    target = target or EmbeddedStoreTarget(path, index, HnswParams())  # type: ignore[arg-type]
     target.prepare(dim, None)
     writer = target.open_writer()
     vectors = _clustered(chunks, dim, seed=1)

@@ -25,26 +25,40 @@ With `--mode lexical` or `hybrid` (and `--text`), the nights recall by BM25 too,
 chunk's content holds 8 of the words the query texts are made of (a rewritten chunk other
 ones), so that BM25 finds chunks for every query.
 
+With `--backend elasticsearch`, the store is an index (flat `index_options`: exact) on the
+Elasticsearch-compatible test server, started here, or on ES_URL when set; it is built and
+changed through `index`'s own target, so that each chunk carries its store version.
+
     python bench/continued_run.py [--chunks 100000] [--queries 100000] [--text]
                                   [--mode hybrid] [--index hnsw --ef 16]
-                                  [--work /tmp/continued]
+                                  [--backend elasticsearch] [--work /tmp/continued]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the tests' server
+
 from affected_queries import change
 from bulk_scale import build_store, query_vectors
 from embedding_throughput import WORDS, texts
 from peak_rss import run_watching_peak
 
+from connectors.chunk_writer_port import ChunkTarget
+from connectors.elasticsearch.config import ElasticsearchConfig
+from connectors.elasticsearch.target import ElasticsearchTarget
 from connectors.embedders.model_location import MINILM
+from tests.es_server import running_server
 
 DIM = 384
 ROW_GROUP = 50_000
@@ -66,6 +80,31 @@ def write_queries(path: Path, count: int) -> None:
 def write_texts(path: Path, count: int) -> None:
     path.write_text("".join(json.dumps({"id": f"q{i}", "text": text}) + "\n"
                             for i, text in enumerate(texts(count, 60, seed=5))))
+
+
+ES_INDEX = "bench-continued"
+
+
+@contextlib.contextmanager
+def es_server(work: Path) -> Iterator[str]:
+    if os.environ.get("ES_URL"):
+        yield os.environ["ES_URL"]
+        return
+    (work / "es").mkdir(parents=True, exist_ok=True)
+    with running_server(work / "es") as url:
+        yield url
+
+
+def es_target(url: str) -> ChunkTarget:
+    return ElasticsearchTarget(ElasticsearchConfig(hosts=(url,), index=ES_INDEX,
+                                                   request_timeout=120))
+
+
+def es_flags(url: str) -> tuple[str, ...]:
+    return ("--set", "search.backend=elasticsearch", "--set",
+            f"search.elasticsearch.hosts=[{url}]", "--set",
+            f"search.elasticsearch.index={ES_INDEX}", "--set",
+            "search.elasticsearch.request-timeout=120")
 
 
 def run(store: Path, queries: Path, out: Path, *flags: str) -> tuple[float, int, dict]:
@@ -96,23 +135,36 @@ def main() -> None:
     parser.add_argument("--mode", choices=("dense", "lexical", "hybrid"), default="dense",
                         help="rag.recall.mode (lexical and hybrid need --text)")
     parser.add_argument("--ef", type=int, default=16, help="HNSW ef-search (--index hnsw)")
+    parser.add_argument("--backend", choices=("embedded", "elasticsearch"), default="embedded")
     parser.add_argument("--no-baselines", action="store_true",
                         help="skip runs 5 and 6 (for a million queries, an hour less)")
     args = parser.parse_args()
+    if args.backend == "elasticsearch":
+        if args.index != "flat" or args.mode != "dense":
+            raise SystemExit("--backend elasticsearch continues dense nights of a flat index")
+        with es_server(Path(args.work)) as url:
+            night(args, es_target(url), es_flags(url))
+    else:
+        night(args, None, ())
+
+
+def night(args: argparse.Namespace, target: ChunkTarget | None, store_flags: tuple[str, ...]
+          ) -> None:
+    """Builds the store (embedded, or `target`), runs the nights and prints them."""
     embedder: tuple[str, ...] = ("--set", "embedder.kind=sentence-transformers",
                                  "--set", f"embedder.model={MINILM}") if args.text else ()
     if args.mode != "dense" and not args.text:
         raise SystemExit("--mode lexical or hybrid needs --text (queries with a text)")
     embedder += ("--set", f"rag.recall.mode={args.mode}")
-    model = embedder + (("--set", "search.embedded.index=hnsw",
-                         "--set", f"search.embedded.hnsw.ef-search={args.ef}")
-                        if args.index == "hnsw" else ())
+    model = embedder + store_flags + (("--set", "search.embedded.index=hnsw",
+                                       "--set", f"search.embedded.hnsw.ef-search={args.ef}")
+                                      if args.index == "hnsw" else ())
     work = Path(args.work)
     store = work / "store"
     if store.exists():
         raise SystemExit(f"{store} exists: the bench changes its store; remove it first")
     words = WORDS if args.mode != "dense" else ()
-    build_store(store, args.chunks, DIM, args.index, words)
+    build_store(store, args.chunks, DIM, args.index, words, target)
     empty = work / "empty.jsonl"
     if args.text:
         queries = work / "queries.jsonl"
@@ -123,7 +175,7 @@ def main() -> None:
     empty.write_text("")
     night1 = run(store, queries, work / "n1.jsonl", "--previous", str(empty),
                  "--snapshot", str(work / "s1.jsonl"), *model)
-    change(store, args.chunks, args.share, args.index, words)
+    change(store, args.chunks, args.share, args.index, words, target)
     full = run(store, queries, work / "full.jsonl", "--previous", str(empty),
                "--snapshot", str(work / "f2.jsonl"), *model)
     continued = run(store, queries, work / "n2.jsonl", "--previous", str(work / "s1.jsonl"),
@@ -138,7 +190,8 @@ def main() -> None:
     differ = sum(1 for query_id, line in expected.items() if got.get(query_id) != line)
     kind = "text" if args.text else "vector"
     ef = f" (ef-search {args.ef})" if args.index == "hnsw" else ""
-    print(f"store {args.chunks} x {DIM} {args.index}{ef}, {args.queries} standing {kind} "
+    where = "Elasticsearch index" if target is not None else "store"
+    print(f"{where} {args.chunks} x {DIM} {args.index}{ef}, {args.queries} standing {kind} "
           f"queries, {args.mode} recall, {args.share:.0%} of the store changed")
     for name, measured in (("night 1 (full, keeps state)", night1),
                            ("night 2 full (baseline)", full),

@@ -101,10 +101,9 @@ README_CONTINUES = {
     ("rag.recall.mode=lexical",): (True, "lexical or hybrid recall"),
     ("rag.recall.mode=hybrid",): (True, "lexical or hybrid recall"),
     ("search.embedded.index=hnsw",): (True, "or HNSW with the continued lists' recall audited"),
-    ("search.backend=elasticsearch",): (True, "Elasticsearch index that `index` wrote, dense "
-                                               "nights continue"),
+    ("search.backend=elasticsearch",): (True, "Elasticsearch index that `index` wrote"),
     ("search.backend=elasticsearch", "rag.recall.mode=hybrid"): (
-        False, "lexical and hybrid nights on Elasticsearch are answered in full"),
+        True, "dense, lexical and hybrid nights continue"),
 }
 """Each configuration the README's `run` row names: whether a night on it continues from the
 state (on a store `index` just built), and the words that say so."""

@@ -28,6 +28,9 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
+
+from core.stemmer import StemmerName
 
 SCORE_MARGIN = 1e-5
 """Relative: more than a float32 score of a few terms moves by the rounding of its parts."""
@@ -57,6 +60,17 @@ class LexicalStatistics:
         """Lucene's idf of `term` (bm25s's `lucene`)."""
         frequency = self.frequencies.get(term, 0)
         return math.log(1 + (self.chunks - frequency + 0.5) / (frequency + 0.5))
+
+
+class TonightsStatistics(NamedTuple):
+    """The BM25 statistics of the store a run reads (kept with its state), and how a query's
+    text is analysed into the words they count: by `stemmer` as the embedded store's lexical
+    index analyses it, or, for an index that analyses texts itself, as `analysed` lists each
+    standing text's words (a text it does not list is not continued)."""
+
+    statistics: LexicalStatistics
+    stemmer: StemmerName
+    analysed: Mapping[str, tuple[str, ...]] | None = None
 
 
 def score_factor(old: LexicalStatistics, new: LexicalStatistics, terms: Iterable[str]

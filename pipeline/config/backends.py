@@ -7,7 +7,7 @@ Also the picklable factories that open the configured embedder in a worker."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
@@ -16,6 +16,7 @@ from typing import Any
 
 from connectors import events
 from connectors.chunk_writer_port import ChunkTarget
+from connectors.embedded.lexical_bound import TonightsStatistics
 from connectors.embedder_port import EmbedderFactory, EmbedderInfo, EmbedderPort
 from connectors.embedders import hashing, sentence_transformer
 from connectors.embedders.hashing import HashingEmbedder
@@ -55,19 +56,26 @@ class Backend:
     """What a run keeps of the store it reads (given the version folder it reads, if any), from
     which the next run tells what changed since; or why it cannot (None: its runs are never
     continued from PREV's state)."""
+    lexical_statistics: Callable[[Settings, Path | None, Callable[[], Iterable[str]]],
+                                 TonightsStatistics | str] | None = None
+    """The BM25 statistics of the store a run reads (given the version folder it reads, if
+    any, and the standing queries' texts, read only when called), which a lexical or hybrid
+    night is continued by; or why there are none (None: such nights are never continued)."""
 
 
 EMBEDDED = Backend(
     "embedded", "the embedded store", embedded_backend.port_factory,
     embedded_backend.pinned_port_factory, embedded_backend.chunk_target,
     embedded_backend.display_name, embedded_backend.identity, embedded_backend.described,
-    store_mark=embedded_backend.store_mark)
+    store_mark=embedded_backend.store_mark,
+    lexical_statistics=embedded_backend.lexical_statistics)
 ELASTICSEARCH = Backend(
     "elasticsearch", "the Elasticsearch index", elasticsearch_backend.port_factory,
     elasticsearch_backend.pinned_port_factory, elasticsearch_backend.chunk_target,
     elasticsearch_backend.display_name, elasticsearch_backend.identity,
     elasticsearch_backend.described, counters=events.REQUEST_EVENTS,
-    store_mark=elasticsearch_backend.store_mark)
+    store_mark=elasticsearch_backend.store_mark,
+    lexical_statistics=elasticsearch_backend.lexical_statistics)
 BACKENDS = {backend.name: backend for backend in (EMBEDDED, ELASTICSEARCH)}
 assert tuple(BACKENDS) == BACKEND_NAMES, "settings accept exactly the registered backends"
 

@@ -6,12 +6,13 @@ The adapters are imported by the functions that return them: the client is slow 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from connectors.chunk_writer_port import ChunkTarget
+from connectors.embedded.lexical_bound import TonightsStatistics
 from connectors.search_port import PortFactory
 from connectors.store_changes import StoreMark
 from core.errors import redact
@@ -58,3 +59,25 @@ def store_mark(settings: Settings, version: Path | None) -> StoreMark | str:
     from connectors.elasticsearch.store_version import IndexMark
 
     return IndexMark.read(settings.search.elasticsearch)
+
+
+def lexical_statistics(settings: Settings, version: Path | None,
+                       texts: Callable[[], Iterable[str]]) -> TonightsStatistics | str:
+    """The index's statistics for the words of `texts` (every standing query's text, read
+    here), as the index analyses them; or why they cannot bound a night (several shards, each
+    scoring with its own)."""
+    from connectors.elasticsearch.client import open_client
+    from connectors.elasticsearch.term_statistics import shard_count, term_statistics
+
+    config = settings.search.elasticsearch
+    client = open_client(config)
+    try:
+        shards = shard_count(client, config)
+        if shards != 1:
+            return (f"rag.recall.mode={settings.rag.recall.mode}: index {config.index!r} has "
+                    f"{shards} shards, each scoring BM25 with its own statistics, which one "
+                    "night's cannot bound: only dense nights on it continue")
+        found = term_statistics(client, config, texts())
+    finally:
+        client.close()
+    return TonightsStatistics(found.statistics, config.stemmer, found.terms)

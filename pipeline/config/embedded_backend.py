@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -13,13 +14,15 @@ from typing import Any
 from connectors.chunk_writer_port import ChunkTarget
 from connectors.embedded.changes import ChunkTableMark
 from connectors.embedded.chunk_table import ChunkTable
-from connectors.embedded.layout import MANIFEST_FILE
+from connectors.embedded.layout import LEXICAL_DIR, MANIFEST_FILE, Manifest
+from connectors.embedded.lexical import LexicalIndex
+from connectors.embedded.lexical_bound import TonightsStatistics
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.versions import VersionLease, current_version
 from connectors.embedded.writer import EmbeddedStoreTarget
 from connectors.search_port import PortFactory
 from connectors.store_changes import StoreMark
-from core.errors import ConfigError
+from core.errors import ConfigError, RagEvidenceError
 from core.folder_paths import folder_path_problem
 from pipeline.config.settings import Settings
 from stages.support import counters
@@ -83,3 +86,27 @@ def store_mark(settings: Settings, version: Path | None) -> StoreMark | str:
     if version is None:
         return "the run reads a port given in code, with no store version to tell changes by"
     return ChunkTableMark(version.name, ChunkTable.of_version(version))
+
+
+def lexical_statistics(settings: Settings, version: Path | None,
+                       texts: Callable[[], Iterable[str]]) -> TonightsStatistics | str:
+    """The BM25 statistics the version's lexical index records, or why it has none."""
+    found = None if version is None else _version_statistics(version)
+    if found is None:
+        return (f"rag.recall.mode={settings.rag.recall.mode}: the store's lexical index "
+                "records no BM25 statistics (no chunk has a word, or it was built before "
+                "they were recorded: the next `index` records them)")
+    return found
+
+
+@functools.lru_cache(maxsize=4)
+def _version_statistics(version: Path) -> TonightsStatistics | None:
+    """Read once per version (a version folder never changes: a run asks twice)."""
+    try:
+        manifest = Manifest.read(version)
+    except RagEvidenceError:
+        return None
+    if not manifest.lexical:
+        return None
+    found = LexicalIndex(version / LEXICAL_DIR, manifest.count, manifest.stemmer).statistics()
+    return None if found is None else TonightsStatistics(found, manifest.stemmer)

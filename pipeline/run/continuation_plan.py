@@ -11,20 +11,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from connectors.embedded.lexical_bound import LexicalStatistics
+from connectors.embedded.lexical_bound import LexicalStatistics, TonightsStatistics
 from connectors.store_changes import StoreChanges, StoreMark
-from core.stemmer import StemmerName
 from pipeline.config.backends import backend_of
 from pipeline.config.settings import Settings
 from pipeline.io.local_paths import is_local
 from pipeline.io.run_io import RunIO
-from pipeline.run.lexical_change import (
-    LexicalChange,
-    kept_statistics,
-    version_statistics,
-)
+from pipeline.run.lexical_change import LexicalChange, kept_statistics
 from pipeline.run.manifest import package_version
 from pipeline.run.query_shards import shard_count
+from pipeline.run.standing_texts import standing_texts
 from pipeline.run.state_files import StateFolder, settings_fingerprint
 from stages.support import counters
 
@@ -116,10 +112,16 @@ def _planned(settings: Settings, io: RunIO, version: Path | None,
             why_not = found_mark
         else:
             current = found_mark
+    found: TonightsStatistics | None = None
+    if not why_not and (io.snapshot is not None or io.previous is not None):
+        statistics = _statistics(settings, version, io)
+        if isinstance(statistics, str):
+            why_not, current = statistics, None
+        else:
+            found = statistics
     keeps = None if why_not or io.snapshot is None else StateFolder.of_snapshot(
         io.snapshot.location)
-    found = _statistics(settings, version) if not why_not else None
-    lexical = None if found is None else found[0]
+    lexical = None if found is None else found.statistics
     if io.previous is None:
         return ContinuationPlan(keeps, mark=current, lexical=lexical)
     if why_not:
@@ -175,15 +177,9 @@ def why_not_kept(settings: Settings, version: Path | None, from_code: bool = Fal
         return f"runs on {backend.noun} are not continued"
     if from_code:
         return "the run reads a port given in code, with no store version to tell changes by"
-    if settings.rag.recall.mode != "dense" and settings.search.backend != "embedded":
-        return (f"rag.recall.mode={settings.rag.recall.mode}: {backend.noun} does not keep "
-                "the BM25 statistics a lexical list is continued by (yet): only dense "
-                "nights on it continue")
-    if settings.rag.recall.mode != "dense" and (
-            version is None or version_statistics(version) is None):
-        return (f"rag.recall.mode={settings.rag.recall.mode}: the store's lexical index "
-                "records no BM25 statistics (no chunk has a word, or it was built before "
-                "they were recorded: the next `index` records them)")
+    if settings.rag.recall.mode != "dense" and backend.lexical_statistics is None:
+        return (f"rag.recall.mode={settings.rag.recall.mode}: {backend.noun} keeps no BM25 "
+                "statistics to continue a lexical list by")
     return None
 
 
@@ -201,10 +197,11 @@ def _refused(keeps: StateFolder | None, why: str, mark: StoreMark | None = None,
     return ContinuationPlan(keeps, None, why, mark=mark, lexical=lexical)
 
 
-def _statistics(settings: Settings, version: Path | None
-                ) -> tuple[LexicalStatistics, StemmerName] | None:
-    """The BM25 statistics a run of `settings` keeps with its state, and the stemmer of the
-    store's lexical index (None: dense recall)."""
-    if settings.rag.recall.mode == "dense" or version is None:
+def _statistics(settings: Settings, version: Path | None, io: RunIO
+                ) -> TonightsStatistics | str | None:
+    """The BM25 statistics a run of `settings` keeps with its state (None: dense recall), or
+    why the store has none (see `Backend.lexical_statistics`)."""
+    backend = backend_of(settings)
+    if settings.rag.recall.mode == "dense" or backend.lexical_statistics is None:
         return None
-    return version_statistics(version)
+    return backend.lexical_statistics(settings, version, lambda: standing_texts(io.queries))

@@ -11,15 +11,14 @@ its own version's.
 
 from __future__ import annotations
 
-import functools
 import json
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from connectors.embedded.layout import LEXICAL_DIR, Manifest
-from connectors.embedded.lexical import LexicalIndex, tokens
+from connectors.embedded.lexical import tokens
 from connectors.embedded.lexical_bound import SCORE_MARGIN, LexicalStatistics, score_factor
-from core.errors import RagEvidenceError
 from core.stemmer import StemmerName
 from stages.candidate_state import NO_BOUND
 
@@ -30,35 +29,28 @@ KEPT_FILE = "lexical.json"
 @dataclass(frozen=True)
 class LexicalChange:
     """The store's BM25 statistics when PREV's state was kept (`old`) and tonight (`new`),
-    and the stemmer tonight's index analyses a query with."""
+    and how tonight's index analyses a query: by `stemmer`, or as `analysed` lists each
+    standing text's words (see `TonightsStatistics`)."""
 
     old: LexicalStatistics
     new: LexicalStatistics
     stemmer: StemmerName
+    analysed: Mapping[str, tuple[str, ...]] | None = None
 
     def raised(self, text: str, bound: float) -> float:
         """`bound`, a BM25 list's for the query `text`, raised to what an unchanged chunk it
         left out may score tonight (with the float32 scores' margin); a list that held every
-        chunk that matched (`NO_BOUND`) still does."""
+        chunk that matched (`NO_BOUND`) still does; infinite (the query is recalled) for a
+        text whose words are not known."""
         if bound == NO_BOUND:
             return bound
-        factor = score_factor(self.old, self.new, tokens([text], self.stemmer)[0])
-        return bound * factor * (1 + SCORE_MARGIN)
-
-
-@functools.lru_cache(maxsize=4)
-def version_statistics(version: Path) -> tuple[LexicalStatistics, StemmerName] | None:
-    """The BM25 statistics of an embedded store version and its stemmer; None when it has no
-    lexical index (no chunk has a word), or one `index` built before it recorded them. Read
-    once per version (a version folder never changes: the plan asks twice)."""
-    try:
-        manifest = Manifest.read(version)
-    except RagEvidenceError:
-        return None
-    if not manifest.lexical:
-        return None
-    found = LexicalIndex(version / LEXICAL_DIR, manifest.count, manifest.stemmer).statistics()
-    return None if found is None else (found, manifest.stemmer)
+        if self.analysed is None:
+            words: Sequence[str] = tokens([text], self.stemmer)[0]
+        elif (listed := self.analysed.get(text)) is not None:
+            words = listed
+        else:
+            return math.inf
+        return bound * score_factor(self.old, self.new, words) * (1 + SCORE_MARGIN)
 
 
 def keep_statistics(statistics: LexicalStatistics, folder: Path) -> None:

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import shutil
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from elasticsearch import Elasticsearch
 
+from connectors.elasticsearch.store_version import DELETIONS_SUFFIX
 from tests.engines.jobs import QUESTIONS, Job, cli, lines, results_of, run
 
 pytestmark = [pytest.mark.engines, pytest.mark.slow]
@@ -66,22 +70,29 @@ WORDS = ["json", "document", "file", "lines", "expression", "list", "request", "
 """Words of `QUESTIONS`: the chunks' contents hold them, so that BM25 finds chunks."""
 
 
-@pytest.fixture(scope="module", params=["dense", "hybrid"])
+@pytest.fixture(scope="module", params=["dense", "hybrid", "elasticsearch"])
 def continued_night(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
                     sdk_python: Path, sdk_env: dict[str, str]
-                    ) -> tuple[Path, Path, Path, Job, list[dict]]:
-    """A store of vector chunks with a few words each, a first night on it (the local runner,
-    dense or hybrid recall) with its state, then 3% of the store changed: the config, the
-    queries, PREV, the second night continued on the local runner, and the snapshots of that
-    night continued and in full."""
+                    ) -> Iterator[tuple[Path, Path, Path, Job, list[dict]]]:
+    """A store of vector chunks with a few words each (the embedded store, dense or hybrid
+    recall, or an Elasticsearch index, hybrid), a first night on it (the local runner) with its
+    state, then 3% of the store changed: the config, the queries, PREV, the second night
+    continued on the local runner, and the snapshots of that night continued and in full."""
     root = tmp_path_factory.mktemp(f"continued-{request.param}")
     rng = np.random.default_rng(8)
     vectors = rng.normal(size=(400, 16))
     words = rng.choice(WORDS, size=(404, 3))
     config = root / "config.yaml"
-    config.write_text(f"search:\n  embedded:\n    path: {root / 'store'}\n"
-                      "embedder:\n  dim: 16\nrag:\n  retrieve-k: 10\n"
-                      f"  recall:\n    mode: {request.param}\n")
+    mode = "hybrid" if request.param == "elasticsearch" else request.param
+    index_name = f"night-{uuid.uuid4().hex[:10]}"
+    if request.param == "elasticsearch":
+        es_url = request.getfixturevalue("es_url")
+        store = (f"  backend: elasticsearch\n  elasticsearch:\n    hosts: [{es_url}]\n"
+                 f"    index: {index_name}\n")
+    else:
+        store = f"  embedded:\n    path: {root / 'store'}\n"
+    config.write_text(f"search:\n{store}embedder:\n  dim: 16\nrag:\n  retrieve-k: 10\n"
+                      f"  recall:\n    mode: {mode}\n")
 
     def index(rows: np.ndarray, name: str) -> None:
         chunks = root / name
@@ -112,7 +123,11 @@ def continued_night(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     run(sdk_python, sdk_env, root / "full", config, queries, "--previous", str(empty),
         "--snapshot", str(root / "full" / "all.jsonl"))
     snapshots = [results_of(root / name / "all.jsonl") for name in ("local", "full")]
-    return config, queries, prev, continued, snapshots
+    yield config, queries, prev, continued, snapshots
+    if request.param == "elasticsearch":
+        with Elasticsearch(request.getfixturevalue("es_url")) as client:
+            client.options(ignore_status=404).indices.delete(
+                index=f"{index_name},{index_name}{DELETIONS_SUFFIX}")
 
 
 def test_a_continued_night_on_the_engine_equals_the_local_runners_and_a_full_run(

@@ -52,9 +52,9 @@ def _night(tmp_path: Path, name: str, config: Path, queries: Path, previous: Pat
 @pytest.mark.parametrize("seed", [1, pytest.param(2, marks=pytest.mark.slow),
                                   pytest.param(3, marks=pytest.mark.slow)])
 def test_a_continued_lexical_or_hybrid_night_equals_a_full_one_night_after_night(
-        tmp_path: Path, mode: str, seed: int) -> None:
+        tmp_path: Path, store_section: str, mode: str, seed: int) -> None:
     config = tmp_path / "config.yaml"
-    config.write_text(f"search:\n  embedded:\n    path: {tmp_path / 'store'}\n"
+    config.write_text(f"{store_section}"
                       f"embedder:\n  dim: 8\nrag:\n  retrieve-k: 10\n  return-n: 3\n"
                       f"  recall:\n    mode: {mode}\n")
     nights.write(tmp_path / "empty.jsonl", [])
@@ -106,7 +106,7 @@ def _chunk(n: int, content: str) -> ChunkRecord:
 
 
 def test_a_word_grown_rarer_lifts_chunks_a_kept_list_left_out_above_every_kept_one(
-        tmp_path: Path) -> None:
+        tmp_path: Path, store_section: str) -> None:
     # "amber" in 30 chunks outranks "birch" in 36 for the query "amber birch" (the chunks
     # are long and near in length: the words' idf decides): the kept list holds amber chunks
     # only. Rewriting 12 birch chunks without the word makes birch the rarer: every birch
@@ -114,7 +114,7 @@ def test_a_word_grown_rarer_lifts_chunks_a_kept_list_left_out_above_every_kept_o
     # kept. Only the bound raised by the statistics' move says the kept list no longer holds
     # the top.
     config = tmp_path / "config.yaml"
-    config.write_text(f"search:\n  embedded:\n    path: {tmp_path / 'store'}\n"
+    config.write_text(f"{store_section}"
                       "embedder:\n  dim: 8\nrag:\n  retrieve-k: 5\n  return-n: 3\n"
                       "  recall:\n    mode: lexical\n")
 
