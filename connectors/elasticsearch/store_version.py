@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from elasticsearch import Elasticsearch
+from elasticsearch import Elasticsearch, NotFoundError
 
 from connectors.chunk_writer_port import WriteReport
 from connectors.elasticsearch.bulk_writer import write_documents
@@ -39,7 +39,7 @@ from connectors.elasticsearch.layouts import VERSION_FIELD, VERSION_MAPPING
 from connectors.elasticsearch.retry import call_with_retries
 from connectors.events import EventHook, ignore_event
 from connectors.store_changes import MARK_FILES, StoreChanges
-from core.errors import StoreNotFoundError
+from core.errors import KnowledgeSearchError, StoreNotFoundError
 
 DELETIONS_SUFFIX = ".rag-evidence-deletions"
 """The side index of an index's deletion records: `{version}` under each deleted chunk's id."""
@@ -214,5 +214,7 @@ class IndexMark:
         client = open_client(self.config)
         try:
             return changes_since(client, self.config, version)
+        except (KnowledgeSearchError, NotFoundError) as error:  # deletion records removed
+            return f"the changes of index {index!r} since PREV cannot be read: {error}"
         finally:
             client.close()

@@ -1,12 +1,20 @@
 """The BM25 statistics of an index for the words of some texts, as the index analyses and
-counts them (`_mtermvectors` of artificial documents): what a lexical list's bound is raised
-by from one night to the next (see `connectors.embedded.lexical_bound`, whose formula is
-Lucene's, the one Elasticsearch scores with)."""
+counts them: what a lexical list's bound is raised by from one night to the next (see
+`connectors.embedded.lexical_bound`, whose formula is Lucene's, the one Elasticsearch scores
+with).
+
+Each distinct text is analysed by the content field's analyzer (`_analyze`, a few requests at
+a time); the document frequencies of their words are read from artificial documents, each the
+texts of a group joined by spaces (`_mtermvectors` with `term_statistics`), which the same
+analyzer splits into the same words: one artificial document per text costs as much as a
+search on some servers. A text whose words the joined document does not hold (an analyzer
+whose words depend on their neighbours) is left out of `terms`, and its query is then recalled
+in full."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -19,7 +27,10 @@ from connectors.elasticsearch.retry import call_with_retries
 from connectors.embedded.lexical_bound import LexicalStatistics
 from core.errors import SearchUnavailableError
 
-TEXTS_PER_REQUEST = 200
+TEXTS_PER_DOCUMENT = 200
+DOCUMENTS_PER_REQUEST = 10
+ANALYSED_AT_ONCE = 8
+"""`_analyze` requests in flight: one text each (an array's words cannot be told apart)."""
 
 
 @dataclass(frozen=True)
@@ -34,37 +45,30 @@ class TextTerms:
 def term_statistics(client: Elasticsearch, config: ElasticsearchConfig,
                     texts: Iterable[str]) -> TextTerms:
     """Each distinct text analysed by the content field's analyzer, and the index's document
-    frequency of each of its words, chunk count (documents with content) and mean content
+    frequency of each of their words, chunk count (documents with content) and mean content
     length in words.
 
     Raises:
-        KnowledgeSearchError: a request kept failing, or its answer is not `_mtermvectors`'s.
+        KnowledgeSearchError: a request kept failing, or its answer is not the API's.
     """
-    field, terms = config.content_field, {}
+    distinct = list(dict.fromkeys(texts))
+    with ThreadPoolExecutor(ANALYSED_AT_ONCE) as pool:
+        analysed = dict(zip(distinct, pool.map(partial(_words, client, config), distinct),
+                            strict=True))
     frequencies: dict[str, int] = {}
-    chunks, total_length = 0, 0
-    distinct = iter(dict.fromkeys(texts))
-    while batch := list(itertools.islice(distinct, TEXTS_PER_REQUEST)):
-        docs = [{"doc": {field: text}, "fields": [field], "term_statistics": True,
-                 "field_statistics": True, "positions": False, "offsets": False}
-                for text in batch]
-        body = call_with_retries(partial(_mtermvectors, client, config.index, docs),
-                                 config.retry, f"the term statistics of {config.index!r}",
-                                 config.hosts)
-        answers = body.get("docs") if isinstance(body, dict) else None
-        if not isinstance(answers, list) or len(answers) != len(batch):
-            raise SearchUnavailableError(not_an_answer("_mtermvectors", body))
-        for text, answer in zip(batch, answers, strict=True):
-            vectors = _field(answer, field)
-            found = vectors.get("terms") or {}
-            terms[text] = tuple(found)
-            for term, counted in found.items():
+    fields: dict[str, Any] = {}
+    groups = [" ".join(distinct[at:at + TEXTS_PER_DOCUMENT])
+              for at in range(0, len(distinct), TEXTS_PER_DOCUMENT)]
+    for at in range(0, len(groups), DOCUMENTS_PER_REQUEST):
+        for found in _term_vectors(client, config, groups[at:at + DOCUMENTS_PER_REQUEST]):
+            fields = found.get("field_statistics") or fields
+            for term, counted in (found.get("terms") or {}).items():
                 frequencies[term] = int(counted.get("doc_freq") or 0)
-            fields = vectors.get("field_statistics")
-            if isinstance(fields, dict):
-                chunks, total_length = int(fields["doc_count"]), int(fields["sum_ttf"])
-    mean = total_length / chunks if chunks else 0.0
-    return TextTerms(LexicalStatistics(chunks, mean, frequencies), terms)
+    chunks, total_length = int(fields.get("doc_count", 0)), int(fields.get("sum_ttf", 0))
+    terms = {text: words for text, words in analysed.items()
+             if all(word in frequencies for word in words)}
+    return TextTerms(LexicalStatistics(chunks, total_length / chunks if chunks else 0.0,
+                                       frequencies), terms)
 
 
 def shard_count(client: Elasticsearch, config: ElasticsearchConfig) -> int:
@@ -74,6 +78,36 @@ def shard_count(client: Elasticsearch, config: ElasticsearchConfig) -> int:
     for settings in (body or {}).values():
         return int(settings["settings"]["index"]["number_of_shards"])
     raise SearchUnavailableError(not_an_answer("the settings request", body))
+
+
+def _words(client: Elasticsearch, config: ElasticsearchConfig, text: str) -> tuple[str, ...]:
+    body = call_with_retries(partial(_analyze, client, config, text), config.retry,
+                             f"analysing a text with {config.index!r}", config.hosts)
+    tokens = body.get("tokens") if isinstance(body, dict) else None
+    if not isinstance(tokens, list):
+        raise SearchUnavailableError(not_an_answer("_analyze", body))
+    return tuple(dict.fromkeys(str(token["token"]) for token in tokens))
+
+
+def _analyze(client: Elasticsearch, config: ElasticsearchConfig, text: str) -> Any:
+    return client.indices.analyze(index=config.index, field=config.content_field,
+                                  text=text).body
+
+
+def _term_vectors(client: Elasticsearch, config: ElasticsearchConfig, documents: list[str]
+                  ) -> list[dict[str, Any]]:
+    """The content field's term vectors of each artificial document (its words' document
+    frequencies, the field's statistics)."""
+    field = config.content_field
+    docs = [{"doc": {field: text}, "fields": [field], "term_statistics": True,
+             "field_statistics": True, "positions": False, "offsets": False}
+            for text in documents]
+    body = call_with_retries(partial(_mtermvectors, client, config.index, docs), config.retry,
+                             f"the term statistics of {config.index!r}", config.hosts)
+    answers = body.get("docs") if isinstance(body, dict) else None
+    if not isinstance(answers, list) or len(answers) != len(documents):
+        raise SearchUnavailableError(not_an_answer("_mtermvectors", body))
+    return [_field(answer, field) for answer in answers]
 
 
 def _mtermvectors(client: Elasticsearch, index: str, docs: list[dict[str, Any]]) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from connectors.elasticsearch.store_version import (
 from connectors.elasticsearch.target import ElasticsearchTarget
 from connectors.embedder_port import EmbedderInfo
 from connectors.search_port import ChunkHits, SearchRequest
+from connectors.store_changes import StoreChanges
 from core.errors import KnowledgeSearchError
 from tests.builders import chunk_records, unit_vectors
 
@@ -160,3 +162,29 @@ def test_named_chunks_scores_vectors_and_hits_are_the_searchs_own(
     with pytest.raises(KnowledgeSearchError, match="holds no chunk 'absent#chunk-0'"):
         port.scores_of(query, [["absent#chunk-0"]])
     port.close()
+
+
+def test_a_mark_tells_why_the_changes_cannot_be_told(config: ElasticsearchConfig,
+                                                     es_client: Elasticsearch,
+                                                     tmp_path: Path) -> None:
+    _index(config, list(range(6)), [])
+    kept = IndexMark.read(config)
+    assert isinstance(kept, IndexMark)
+    kept.keep(tmp_path)
+    _index(config, [7], ["doc0#chunk-0"])
+    tonight = IndexMark.read(config)
+    assert isinstance(tonight, IndexMark)
+    assert tonight.changes_since(tmp_path) == StoreChanges(
+        frozenset({"doc0#chunk-0", "doc2#chunk-1"}), ("doc2#chunk-1",))
+    other = replace(tonight, config=replace(config, index="another"))
+    assert "PREV read index" in str(other.changes_since(tmp_path))
+    es_client.indices.delete(index=config.index + DELETIONS_SUFFIX)
+    assert "cannot be read" in str(tonight.changes_since(tmp_path))
+    assert "keeps no store version" in str(tonight.changes_since(tmp_path / "nothing"))
+
+
+def test_an_index_no_rag_evidence_index_wrote_is_not_continued_and_says_why(
+        config: ElasticsearchConfig, es_client: Elasticsearch) -> None:
+    es_client.indices.create(index=config.index, mappings={"properties": {
+        "embedding": {"type": "dense_vector", "dims": DIM, "similarity": "cosine"}}})
+    assert "records no store version" in str(IndexMark.read(config))
