@@ -39,7 +39,7 @@ from core.errors import (
 from core.vectors import NO_DIRECTION, unit_rows
 
 MAX_CANDIDATES = 10_000
-"""Elasticsearch's limit on a kNN search's `num_candidates`."""
+"""Elasticsearch's limit on a kNN search's `num_candidates` (and so on its `k`)."""
 _NO_HITS = ChunkHits([], [], [], [], [])
 
 H = TypeVar("H")
@@ -278,7 +278,7 @@ class ElasticsearchPort:
               ) -> dict[str, Any] | None:
         """The sub-search of `request`, fetching `source`, among the chunks `among` names
         when given; None for a vector without a `direction` (see `_directions`)."""
-        k = request.k if among is None else min(request.k, len(among))
+        k = request.k if among is None else min(request.k, len(among), MAX_CANDIDATES)
         filters = self._filters(request, among)
         if request.text is not None:
             return self._match_body(request.text, k, filters, source)
