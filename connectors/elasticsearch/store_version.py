@@ -89,11 +89,17 @@ def recorded_version(client: Elasticsearch, config: ElasticsearchConfig) -> Inde
 
 def begin_write(client: Elasticsearch, config: ElasticsearchConfig) -> int:
     """Records that an `index` writes the next version (mapping `VERSION_FIELD` and creating
-    the deletions index where missing); returns that version."""
+    the deletions index where missing); returns that version. An index never versioned
+    (new, or created again under its name) starts with no deletion records: a side index left
+    by an earlier index of the name is removed, whose records would name its chunks."""
     mappings = index_mappings(client, config) or {}
-    version = IndexVersion.of(mappings).next()
-    _record(client, config, mappings, writing=version)
+    recorded = IndexVersion.of(mappings)
     side = deletions_index(config)
+    if recorded == IndexVersion():
+        call_with_retries(lambda: client.options(ignore_status=404).indices.delete(index=side),
+                          config.retry, f"removing index {side!r}", config.hosts)
+    version = recorded.next()
+    _record(client, config, mappings, writing=version)
     if not call_with_retries(lambda: client.indices.exists(index=side), config.retry,
                              f"looking for index {side!r}", config.hosts):
         call_with_retries(lambda: client.options(ignore_status=400).indices.create(
@@ -146,6 +152,13 @@ def chunk_counts(client: Elasticsearch, config: ElasticsearchConfig) -> tuple[in
     return count(), count(query=unversioned)
 
 
+def index_uuids(client: Elasticsearch, config: ElasticsearchConfig) -> list[str]:
+    """The uuid of each index `config.index` names (one, unless it is an alias of several)."""
+    body = call_with_retries(lambda: client.indices.get_settings(index=config.index).body,
+                             config.retry, f"the settings of {config.index!r}", config.hosts)
+    return sorted(str(found["settings"]["index"]["uuid"]) for found in (body or {}).values())
+
+
 def _record(client: Elasticsearch, config: ElasticsearchConfig, mappings: dict[str, Any],
             **versions: int) -> None:
     """Puts `versions` into the index's `_meta` (which a mapping update replaces whole: the
@@ -161,11 +174,13 @@ def _record(client: Elasticsearch, config: ElasticsearchConfig, mappings: dict[s
 
 @dataclass(frozen=True)
 class IndexMark:
-    """The `StoreMark` of an index: its committed store version and how many of its chunks
-    carry no version; the changes since a kept mark are asked of the index itself
-    (`changes_since`)."""
+    """The `StoreMark` of an index: which index it is (`uuid`: an alias may name another one
+    tomorrow, and an index deleted and created again under its name is another), its
+    committed store version and how many of its chunks carry no version; the changes since a
+    kept mark are asked of the index itself (`changes_since`)."""
 
     config: ElasticsearchConfig
+    uuid: str
     version: int
     size: int
     unversioned: int
@@ -174,15 +189,19 @@ class IndexMark:
     @classmethod
     def read(cls, config: ElasticsearchConfig) -> IndexMark | str:
         """The index's mark now, or why a run of it cannot be continued (it records no
-        committed version)."""
+        committed version, or its name is an alias of several indexes)."""
         client = open_client(config)
         try:
+            uuids = index_uuids(client, config)
+            if len(uuids) != 1:
+                return (f"index {config.index!r} names {len(uuids)} indexes (an alias of "
+                        "several): which of them changed cannot be told")
             committed = recorded_version(client, config).committed
             if committed is None:
                 return (f"index {config.index!r} records no store version: only an index "
                         "that `rag-evidence index` wrote (this release or later) tells its "
                         "changes; its next `index` records one")
-            return cls(config, committed, *chunk_counts(client, config))
+            return cls(config, uuids[0], committed, *chunk_counts(client, config))
         finally:
             client.close()
 
@@ -192,18 +211,21 @@ class IndexMark:
 
     def keep(self, folder: Path) -> None:
         (folder / self.file).write_text(json.dumps(
-            {"index": self.config.index, "version": self.version,
+            {"index": self.config.index, "uuid": self.uuid, "version": self.version,
              "unversioned": self.unversioned}, sort_keys=True), encoding="utf-8")
 
     def changes_since(self, folder: Path) -> StoreChanges | str:
         try:
             kept = json.loads((folder / self.file).read_text(encoding="utf-8"))
-            index, version, unversioned = (str(kept["index"]), int(kept["version"]),
-                                           int(kept["unversioned"]))
+            index, uuid, version, unversioned = (str(kept["index"]), str(kept["uuid"]),
+                                                 int(kept["version"]), int(kept["unversioned"]))
         except (OSError, ValueError, KeyError, TypeError):
             return f"PREV's state keeps no store version of an index ({self.file})"
         if index != self.config.index:
             return f"PREV read index {index!r}, this run reads {self.config.index!r}"
+        if uuid != self.uuid:
+            return (f"{index!r} is another index than PREV read (uuid {self.uuid}, PREV's "
+                    f"{uuid}): created again, or an alias moved")
         if version > self.version:
             return (f"index {index!r} records store version {self.version}, older than "
                     f"PREV's {version} (was it created again?)")

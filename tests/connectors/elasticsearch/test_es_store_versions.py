@@ -188,3 +188,39 @@ def test_an_index_no_rag_evidence_index_wrote_is_not_continued_and_says_why(
     es_client.indices.create(index=config.index, mappings={"properties": {
         "embedding": {"type": "dense_vector", "dims": DIM, "similarity": "cosine"}}})
     assert "records no store version" in str(IndexMark.read(config))
+
+
+def test_an_index_created_again_or_an_alias_moved_is_another_index(
+        config: ElasticsearchConfig, es_client: Elasticsearch, tmp_path: Path) -> None:
+    _index(config, list(range(6)), [])
+    kept = IndexMark.read(config)
+    assert isinstance(kept, IndexMark)
+    kept.keep(tmp_path)
+    _index(config, [], ["doc9#chunk-9"])  # a deletion record of version 2
+    es_client.indices.delete(index=config.index)
+    _index(config, list(range(6)), [])  # the same name, versions begun again
+    tonight = IndexMark.read(config)
+    assert isinstance(tonight, IndexMark) and tonight.version == 1
+    assert "is another index than PREV read" in str(tonight.changes_since(tmp_path))
+    # the earlier index's deletion records are gone with it: none names a chunk of this one
+    assert changes_since(es_client, config, 0).removed == set(tonight_ids(es_client, config))
+
+
+def tonight_ids(client: Elasticsearch, config: ElasticsearchConfig) -> list[str]:
+    found = client.search(index=config.index, size=100, source=False)
+    return [hit["_id"] for hit in found["hits"]["hits"]]
+
+
+def test_an_alias_of_several_indexes_is_not_continued_and_says_why(
+        config: ElasticsearchConfig, es_client: Elasticsearch) -> None:
+    first, second = replace(config, index=config.index + "-a"), replace(
+        config, index=config.index + "-b")
+    try:
+        for each in (first, second):
+            _index(each, list(range(3)), [])
+            es_client.indices.put_alias(index=each.index, name=config.index)
+        assert "names 2 indexes" in str(IndexMark.read(config))
+    finally:
+        es_client.options(ignore_status=404).indices.delete(
+            index=",".join(f"{each.index},{each.index}{DELETIONS_SUFFIX}"
+                           for each in (first, second)))
