@@ -133,6 +133,8 @@ def _continuation(plan: ContinuationPlan, io: RunIO) -> dict[str, Any]:
     described: dict[str, Any] = {}
     if plan.keeps is not None:
         described["state"] = plan.keeps.described()
+        if plan.mark is not None:  # the store version the state tells changes from
+            described["state"]["store_version"] = plan.mark.name
     if io.previous is not None:
         described["continuation"] = plan.described()
     return described

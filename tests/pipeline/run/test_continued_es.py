@@ -45,6 +45,8 @@ def test_a_continued_elasticsearch_night_equals_a_full_one_night_after_night(
     first, night1 = nights.run(es_config, queries, tmp_path / "n1", tmp_path / "empty.jsonl")
     assert night1["results"] == 60 and night1["dead_letters"] == 0
     assert (Path(f"{first}{STATE_SUFFIX}") / KEPT_FILE).is_file()
+    manifest = json.loads(Path(f"{first}.manifest.json").read_text())
+    assert manifest["state"]["store_version"].endswith("@1")  # what `index` committed
 
     each = int(MAX_CHANGED_SHARE * len(records)) // 3
     for night in ("n2", "n3"):  # the second continues from a continued night's state
