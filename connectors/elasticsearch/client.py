@@ -82,6 +82,21 @@ def index_mappings(client: Elasticsearch, config: ElasticsearchConfig) -> dict[s
     return {}
 
 
+def index_settings(client: Elasticsearch, config: ElasticsearchConfig) -> list[dict[str, Any]]:
+    """The `index` settings (uuid, shards, ...) of each index `config.index` names: one,
+    unless it is an alias of several."""
+    response = call_with_retries(lambda: client.indices.get_settings(index=config.index),
+                                 config.retry, f"the settings of {config.index!r}",
+                                 config.hosts)
+    body = response.body
+    try:
+        return [dict(found["settings"]["index"]) for found in body.values()]
+    except (AttributeError, KeyError, TypeError):
+        raise SearchUnavailableError(redact(
+            f"the settings request of {config.index!r} on {list(config.hosts)}: "
+            f"{not_an_answer('the settings request', body)}")) from None
+
+
 def vector_mapping(mappings: dict[str, Any], config: ElasticsearchConfig) -> dict[str, Any]:
     """The mapping of the vector field ({} when the index has no such field)."""
     return dict(mappings.get("properties", {}).get(config.vector_field) or {})

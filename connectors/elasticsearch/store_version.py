@@ -33,7 +33,7 @@ from elasticsearch import Elasticsearch, NotFoundError
 from connectors.chunk_writer_port import WriteReport
 from connectors.elasticsearch.bulk_writer import write_documents
 from connectors.elasticsearch.catalog import every_hit
-from connectors.elasticsearch.client import META_KEY, index_mappings, open_client
+from connectors.elasticsearch.client import META_KEY, index_mappings, index_settings, open_client
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.layouts import VERSION_FIELD, VERSION_MAPPING
 from connectors.elasticsearch.retry import call_with_retries
@@ -154,9 +154,7 @@ def chunk_counts(client: Elasticsearch, config: ElasticsearchConfig) -> tuple[in
 
 def index_uuids(client: Elasticsearch, config: ElasticsearchConfig) -> list[str]:
     """The uuid of each index `config.index` names (one, unless it is an alias of several)."""
-    body = call_with_retries(lambda: client.indices.get_settings(index=config.index).body,
-                             config.retry, f"the settings of {config.index!r}", config.hosts)
-    return sorted(str(found["settings"]["index"]["uuid"]) for found in (body or {}).values())
+    return sorted(str(found["uuid"]) for found in index_settings(client, config))
 
 
 def _record(client: Elasticsearch, config: ElasticsearchConfig, mappings: dict[str, Any],

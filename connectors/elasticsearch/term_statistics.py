@@ -21,6 +21,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
+from connectors.elasticsearch.client import index_settings
 from connectors.elasticsearch.config import ElasticsearchConfig
 from connectors.elasticsearch.failures import not_an_answer
 from connectors.elasticsearch.retry import call_with_retries
@@ -73,11 +74,7 @@ def term_statistics(client: Elasticsearch, config: ElasticsearchConfig,
 
 def shard_count(client: Elasticsearch, config: ElasticsearchConfig) -> int:
     """How many primary shards the index has: each scores BM25 with its own statistics."""
-    body = call_with_retries(lambda: client.indices.get_settings(index=config.index).body,
-                             config.retry, f"the settings of {config.index!r}", config.hosts)
-    for settings in (body or {}).values():
-        return int(settings["settings"]["index"]["number_of_shards"])
-    raise SearchUnavailableError(not_an_answer("the settings request", body))
+    return max(int(found["number_of_shards"]) for found in index_settings(client, config))
 
 
 def _words(client: Elasticsearch, config: ElasticsearchConfig, text: str) -> tuple[str, ...]:
