@@ -31,7 +31,7 @@ def with_contents(element: QueryCandidates, read: ReadContents | None
                   for c in element.candidates]
     except KnowledgeSearchError as error:
         return letter(element, error)
-    return QueryCandidates(element.query_id, tuple(filled))
+    return element._replace(candidates=tuple(filled))
 
 
 def letter(element: QueryCandidates, error: KnowledgeSearchError) -> DeadLetter:

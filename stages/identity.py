@@ -48,7 +48,7 @@ def _candidate(hit_id: str | None, score: float, identity: Identity, content: st
     # tuple.__new__: the same named tuples, without their Python-level __new__ (a hot path)
     return _new(Candidate, (key, doc_id, chunk_index, named_source or doc_id or key, content,
                             score, (reason,), recall_order,
-                            (_new(RetrieverHit, (reason, rank, score)),), ref))
+                            (_new(RetrieverHit, (reason, rank, score)),), ref, hit_id, None))
 
 
 def candidates_of(query_hits: QueryHits, report: Report = _ignore) -> list[Candidate]:

@@ -129,6 +129,8 @@ class QueryHits(NamedTuple):
     found: ChunkHits
     reasons: Sequence[str]
     ranks: Sequence[int]
+    query: EmbeddedQuery | None = None
+    """The query, when a step of the chain sees it (see `QueryCandidates`)."""
 
     @property
     def hits(self) -> tuple[RecalledHit, ...]:
@@ -172,13 +174,19 @@ class Candidate(NamedTuple):
     recall_order: int
     retrievers: tuple[RetrieverHit, ...] = ()
     ref: ContentRef | None = None
+    hit_id: str | None = None
+    """The store's id of the hit (None when it has none)."""
+    vector: tuple[float, ...] | None = None
+    """Its stored vector, unit: read (FetchVectors) only before a step that needs it."""
 
 
 class QueryCandidates(NamedTuple):
-    """One query's candidates between post-processing stages."""
+    """One query's candidates between post-processing stages, and the query itself when a
+    step of the chain sees it (`CandidateStep.needs_query`; None otherwise)."""
 
     query_id: str
     candidates: tuple[Candidate, ...]
+    query: EmbeddedQuery | None = None
 
 
 class EvidenceBlock(ChunkEvidence):

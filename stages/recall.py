@@ -35,10 +35,11 @@ less a query (docs/benchmarks.md)."""
 
 
 def recall_batch(queries: Sequence[EmbeddedQuery], port: KnowledgeSearchPort, retrieve_k: int,
-                 mode: RecallMode = "dense", max_sub_queries: int = DEFAULT_MAX_SUB_QUERIES
-                 ) -> list[QueryHits | DeadLetter]:
+                 mode: RecallMode = "dense", max_sub_queries: int = DEFAULT_MAX_SUB_QUERIES,
+                 with_query: bool = False) -> list[QueryHits | DeadLetter]:
     """Recalls one batch: one port call for every sub-query of every query in it. A port that
-    reads contents late (`LateContentPort`) answers without them."""
+    reads contents late (`LateContentPort`) answers without them. `with_query`: each hits
+    carry their query (for a chain with a step that sees it)."""
     RETRIEVE_K.check(retrieve_k)
     resolved = [resolve_sub_queries(q, mode, max_sub_queries) for q in queries]
     requests: list[SearchRequest] = []
@@ -63,7 +64,11 @@ def recall_batch(queries: Sequence[EmbeddedQuery], port: KnowledgeSearchPort, re
             continue
         found[i] = outcome if isinstance(outcome, KnowledgeSearchError) else [
             *current, (sub, outcome)]
-    return [_result(q, f) for q, f in zip(queries, found, strict=True)]
+    results = [_result(q, f) for q, f in zip(queries, found, strict=True)]
+    if with_query:
+        return [r._replace(query=q) if isinstance(r, QueryHits) else r
+                for q, r in zip(queries, results, strict=True)]
+    return results
 
 
 def _search(port: KnowledgeSearchPort, requests: list[SearchRequest]) -> list[ChunkOutcome]:

@@ -13,12 +13,12 @@ from connectors.embedders.hashing import HashingEmbedder
 from connectors.search_port import KnowledgeSearchPort
 from pipeline.config.loader import load_settings
 from pipeline.run.evidence_transform import EvidenceTransform
-from stages.dedup import dedup_by_evidence_key
 from stages.identity import candidates_of
 from stages.models import EmbeddedQuery, Query, QueryCandidates, QueryHits
-from stages.per_doc_cap import cap_chunks_per_document
 from stages.projection import ProjectionBudget, assemble_result
 from stages.recall import recall_batch
+from stages.steps.dedup import dedup_by_evidence_key
+from stages.steps.per_doc_cap import cap_chunks_per_document
 from tests.builders import (
     candidate_of,
     chunk,

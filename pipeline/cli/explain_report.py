@@ -1,4 +1,5 @@
-"""`rag-evidence explain` on a terminal: one table per stage."""
+"""`rag-evidence explain` on a terminal: one table per retriever and per step of the chain (as
+the step's view declares it), then the projection."""
 
 from __future__ import annotations
 
@@ -12,17 +13,9 @@ def explanation_text(explained: Explanation) -> str:
     for reason, hits in explained.retrievers.items():
         lines += _table(f"retriever {reason}: its ranked hits", hits, ("rank", "score",
                                                                        "evidence_key"))
-    if explained.fused:
-        lines += _table("fused (reciprocal rank fusion)", explained.fused,
-                        ("rank", "score", "evidence_key", "reasons"))
-    lines += _table("merged as duplicates (same evidence key)", explained.merged,
-                    ("evidence_key", "score", "reasons", "into"))
-    lines += _table("removed by the per-document cap", explained.capped,
-                    ("rank", "doc_id", "evidence_key", "score"))
-    if explained.below_min_score:
-        lines += _table("removed below rag.min-score", explained.below_min_score,
-                        ("rank", "evidence_key", "score"))
-    lines += _table("kept by TopN", explained.kept, ("rank", "score", "evidence_key", "reasons"))
+    for step in explained.steps:  # the run's chain, each step as its view shows it
+        if step.rows or step.view.shown_empty:
+            lines += _table(step.view.title, step.rows, step.view.columns)
     if explained.result is not None:
         projected = [{"rank": n, "document_id": p.document_id, "source": p.source,
                       "content": " ".join(p.content.split())[:60]}

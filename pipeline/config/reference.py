@@ -29,6 +29,14 @@ MEANINGS = {
     "rag.min-score": "a floor on the block score before TopN (ScoreFloor; off when unset)",
     "rag.max-sub-queries": "vectors one query may search with; more is a dead letter",
     "rag.dedup-key": "`source` reproduces the pre-spec bug, for eval baselines only",
+    "rag.mmr.lambda": "Mmr (on when `rag.mmr` is given): 1 ranks by relevance alone, 0 by "
+                      "diversity alone",
+    "rag.mmr.top": "candidates Mmr keeps (unset: `rag.return-n`)",
+    "rag.rerank.kind": "Rerank (on when `rag.rerank` is given): the model kind",
+    "rag.rerank.model": "the folder of a sentence-transformers cross-encoder (no download; "
+                        "needs the torch extra)",
+    "rag.rerank.top": "the best-ranked candidates Rerank scores and keeps",
+    "rag.rerank.batch-size": "query-passage pairs the model scores at once",
     "rag.recall.mode": "`dense` (kNN), `lexical` (BM25) or `hybrid` (both, fused by RRF)",
     "rag.recall.rrf-k": "RRF constant: score = sum of weight / (rrf-k + rank)",
     "rag.recall.weights": "per retriever family, e.g. `{knn: 1.0, bm25: 0.5}`; 1.0 if unnamed",
@@ -153,8 +161,9 @@ def page() -> str:
 def _fields(section: type, path: tuple[str, ...]) -> Iterator[tuple[str, str, str]]:
     for name, annotation, default in _declared(section):
         here = (*path, kebab(name))
-        if _is_section(annotation):
-            yield from _fields(annotation, FOLDED.get(here, here))
+        section = _optional_section(annotation) if default is None else None
+        if _is_section(annotation) or section is not None:
+            yield from _fields(section or annotation, FOLDED.get(here, here))
             continue
         key, bound = ".".join(here), _bound(annotation)
         if bound is not None and bound.key != key:
@@ -166,7 +175,9 @@ def _declared(section: type) -> Iterator[tuple[str, Any, Any]]:
     hints = typing.get_type_hints(section, include_extras=True)
     if isinstance(section, type) and issubclass(section, BaseModel):
         for name, info in section.model_fields.items():
-            yield name, hints[name], info.get_default(call_default_factory=True)
+            default = (info.get_default(call_default_factory=True)
+                       if not info.is_required() else REQUIRED)
+            yield info.alias or name, hints[name], default
         return
     if not dataclasses.is_dataclass(section):
         raise TypeError(f"{section!r} is neither a settings model nor a dataclass")
@@ -174,6 +185,14 @@ def _declared(section: type) -> Iterator[tuple[str, Any, Any]]:
         default = (field.default_factory() if field.default_factory is not dataclasses.MISSING
                    else field.default)
         yield field.name, hints[field.name], default
+
+
+def _optional_section(annotation: Any) -> type | None:
+    """The section of an optional section (`rag.mmr`: a step that is on when it is given)."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        sections = [arg for arg in typing.get_args(annotation) if _is_section(arg)]
+        return sections[0] if len(sections) == 1 else None
+    return None
 
 
 def _is_section(annotation: Any) -> bool:
@@ -219,7 +238,13 @@ def _number(value: float) -> str:
     return f"{value:,}".replace(",", " ") if isinstance(value, int) else f"{value:g}"
 
 
+REQUIRED = object()
+"""The default of a key that has none (the section needs it when it is given)."""
+
+
 def _shown(default: Any) -> str:
+    if default is REQUIRED:
+        return "required"
     if default is None:
         return "unset"
     if isinstance(default, tuple):

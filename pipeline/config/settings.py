@@ -27,13 +27,15 @@ from connectors.embedders.sentence_transformer import (
 )
 from core.params import Bound, Duration, Real, Whole, kebab
 from core.stemmer import DEFAULT_STEMMER, StemmerName
-from stages.dedup import DedupKey
-from stages.fusion import RRF_K, RetrieverFamily, RrfSettings, Weight
-from stages.per_doc_cap import MAX_CHUNKS_PER_DOCUMENT
 from stages.projection import ProjectionBudget
 from stages.recall import DEFAULT_SEARCH_BATCH, RETRIEVE_K, SEARCH_BATCH
+from stages.steps.dedup import DedupKey
+from stages.steps.fusion import RRF_K, RetrieverFamily, RrfSettings, Weight
+from stages.steps.mmr import MMR_LAMBDA, MMR_TOP
+from stages.steps.per_doc_cap import MAX_CHUNKS_PER_DOCUMENT
+from stages.steps.rerank import RERANK_TOP
+from stages.steps.top_n import RETURN_N
 from stages.sub_queries import DEFAULT_MAX_SUB_QUERIES, MAX_SUB_QUERIES, RecallMode
-from stages.top_n import RETURN_N
 
 _log = logging.getLogger(__name__)
 
@@ -56,6 +58,23 @@ class RecallSettings(Section):
         return RrfSettings(self.rrf_k, {str(k): v for k, v in self.weights.items()})
 
 
+class MmrSettings(Section):
+    """`rag.mmr.*`: the Mmr step (on when the section is given)."""
+
+    lambda_: Annotated[Real, MMR_LAMBDA] = Field(0.5, alias="lambda")
+    top: Annotated[Whole, MMR_TOP] | None = None
+    """How many candidates it keeps (None: `rag.return-n`)."""
+
+
+class RerankSettings(Section):
+    """`rag.rerank.*`: the Rerank step (on when the section is given)."""
+
+    kind: Literal["cross-encoder"] = "cross-encoder"
+    model: Annotated[str, Field(min_length=1)]
+    top: Annotated[Whole, RERANK_TOP] = 20
+    batch_size: Annotated[Whole, Bound("rag.rerank.batch-size", ge=1, le=4096)] = 32
+
+
 class RagSettings(Section):
     """`rag.*`: recall width, evidence count and the per-document cap. A legacy `top-k` fills
     in whichever of `retrieve-k` and `return-n` is absent."""
@@ -68,6 +87,8 @@ class RagSettings(Section):
     max_sub_queries: Annotated[Whole, MAX_SUB_QUERIES] = DEFAULT_MAX_SUB_QUERIES
     dedup_key: DedupKey = "evidence-key"
     recall: RecallSettings = RecallSettings()
+    mmr: MmrSettings | None = None
+    rerank: RerankSettings | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -86,6 +107,13 @@ class RagSettings(Section):
             _log.warning("rag.retrieve-k=%d is below rag.return-n=%d: at most %d blocks per "
                          "sub-query can be returned", self.retrieve_k, self.return_n,
                          self.retrieve_k)
+        return self
+
+    @model_validator(mode="after")
+    def _mmr_needs_a_query_vector(self) -> RagSettings:
+        if self.mmr is not None and self.recall.mode == "lexical":
+            raise ValueError("rag.mmr measures relevance by the query's vector, and "
+                             "rag.recall.mode=lexical embeds no query: use dense or hybrid")
         return self
 
 

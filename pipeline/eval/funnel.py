@@ -4,8 +4,8 @@ and the lost items, each with the stage that dropped it and where each retriever
 Items are what the judgments name: evidence keys (chunk-level) or documents, a document
 surviving a stage while any chunk of it does. The stages are the run's own (see
 `pipeline.run.trace`): Recall (within `rag.retrieve-k` of some retriever), then the candidate
-chain (RrfFusion, KeyedDedup, PerDocCap, ScoreFloor, TopN: those that apply), then Project (the
-Agent's list, cut by `projection.*`). eval's metrics score TopN's list (the evidence), so with
+chain (`pipeline.run.chain`: the steps that apply), then Project (the Agent's list, cut by
+`projection.*`). eval's metrics score TopN's list (the evidence), so with
 k at least `rag.return-n`, Recall@k is the mean over queries of the share of their relevant
 items that survive TopN.
 """
@@ -16,10 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.config.settings import RagSettings, RecallSettings
+from pipeline.config.settings import RagSettings
 from pipeline.eval.metrics import document_of
 from pipeline.eval.qrels import Qrels
-from pipeline.run.chain import candidate_chain
+from pipeline.run.chain import candidate_chain, every_step_name
 from pipeline.run.trace import Traced
 from stages.models import Candidate, DeadLetter
 
@@ -63,9 +63,7 @@ def stage_names(rag: RagSettings) -> list[str]:
 
 def every_stage_name() -> list[str]:
     """The stages of every possible chain, in order (the columns of the funnel table)."""
-    everything = RagSettings().model_copy(update={"min_score": 0.0,
-                                                  "recall": RecallSettings(mode="hybrid")})
-    return stage_names(everything)
+    return [RECALL, *every_step_name(), PROJECT]
 
 
 def loss_funnel(traced: Mapping[str, Traced | DeadLetter], qrels: Qrels,

@@ -17,6 +17,7 @@ from pipeline.config.backends import backend_of
 from pipeline.config.settings import Settings
 from pipeline.io.local_paths import is_local
 from pipeline.io.run_io import RunIO
+from pipeline.run.chain import candidate_chain
 from pipeline.run.lexical_change import LexicalChange, kept_statistics
 from pipeline.run.manifest import package_version
 from pipeline.run.query_shards import shard_count
@@ -177,6 +178,11 @@ def why_not_kept(settings: Settings, version: Path | None, from_code: bool = Fal
         return f"runs on {backend.noun} are not continued"
     if from_code:
         return "the run reads a port given in code, with no store version to tell changes by"
+    seeing = [step.name for step in candidate_chain(settings.rag)
+              if step.needs_query or step.needs_vectors]
+    if seeing:
+        return (f"{' and '.join(seeing)} see the query or the chunks' vectors, which a "
+                "continued night does not carry yet")
     if settings.rag.recall.mode != "dense" and backend.lexical_statistics is None:
         return (f"rag.recall.mode={settings.rag.recall.mode}: {backend.noun} keeps no BM25 "
                 "statistics to continue a lexical list by")

@@ -11,7 +11,7 @@ from connectors.search_port import PortFactory
 from core.errors import RagEvidenceError
 from pipeline.config.backends import embedder_tag
 from pipeline.config.settings import Settings
-from pipeline.run.chain import candidate_chain
+from pipeline.run.chain import FETCH_CONTENT, candidate_chain, planned, sees_query
 from stages.continuation import PREVIOUS, RECALL, UNCHANGED, Continue, RaisedBound
 from stages.embed import not_embedded
 from stages.models import (
@@ -28,7 +28,7 @@ from stages.support.candidate_stage import CandidateStage
 from stages.support.internal_errors import HandlesErrors
 from stages.support.shared_embedder import SharedEmbedder
 from stages.transforms.embed import EmbedQueries
-from stages.transforms.fetch_content import FetchContent
+from stages.transforms.fetch_content import FetchContent, FetchVectors
 from stages.transforms.identity import IdentityNormalize
 from stages.transforms.projection import Project
 from stages.transforms.recall import STATE, Recall
@@ -66,9 +66,10 @@ class ContinueFrom(NamedTuple):
 
 class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], EvidenceOutputs]):
     """Embed -> Recall -> IdentityNormalize -> the candidate chain (see `chain.CANDIDATE_STEPS`:
-    [RrfFusion] -> KeyedDedup -> PerDocCap [-> ScoreFloor] -> TopN) -> FetchContent -> Project.
-    FetchContent reads the contents of the blocks that survived, from a port that answered
-    without them (the embedded store).
+    [RrfFusion] -> KeyedDedup -> PerDocCap [-> ScoreFloor] [-> Mmr] [-> Rerank] -> TopN) ->
+    FetchContent -> Project. FetchContent reads the contents of the blocks that survived, from
+    a port that answered without them (the embedded store); before the first step that needs
+    contents (Rerank) when there is one, and FetchVectors before the first that needs vectors.
 
     Element-wise per query (no shuffle), so it runs on bounded and unbounded input alike.
 
@@ -97,6 +98,7 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
         self._embedder = SharedEmbedder(embedder_factory, embedder_tag(settings),
                                        settings.embedder.model)
         self._refusal = embedder_refusal
+        self._chain = candidate_chain(settings.rag)
 
     def expand(self, queries: beam.PCollection[Query]) -> EvidenceOutputs:
         rag, mode, handler = self._settings.rag, self._settings.rag.recall.mode, self._error_handler
@@ -126,8 +128,8 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
         recalled = to_recall | "Recall" >> Recall(
             self._port_factory, retrieve_k=rag.retrieve_k,
             batch_size=self._settings.search.batch_size, mode=mode,
-            max_sub_queries=rag.max_sub_queries,
-            keeps_state=self._keeps_state).with_error_handler(handler)
+            max_sub_queries=rag.max_sub_queries, keeps_state=self._keeps_state,
+            with_query=sees_query(self._chain)).with_error_handler(handler)
         hits = recalled.hits
         if continued is not None:
             hits = (hits, continued.hits) | "AllHits" >> beam.Flatten()
@@ -147,16 +149,22 @@ class EvidenceTransform(HandlesErrors, beam.PTransform[beam.PCollection[Query], 
 
     def _answered(self, hits: beam.PCollection[QueryHits], prefix: str
                   ) -> tuple[beam.PCollection[QueryResult], list[beam.PCollection[DeadLetter]]]:
-        """IdentityNormalize -> the candidate chain -> FetchContent -> Project, each step
-        labelled by its name after `prefix`."""
-        handler, rag = self._error_handler, self._settings.rag
+        """IdentityNormalize -> the candidate chain, with FetchContent (and FetchVectors) where
+        `chain.planned` puts them -> Project, each step labelled by its name after `prefix`."""
+        handler = self._error_handler
         candidates = hits | f"{prefix}IdentityNormalize" >> IdentityNormalize(
             ).with_error_handler(handler)
-        for step in candidate_chain(rag):
-            candidates = candidates | f"{prefix}{step.name}" >> CandidateStage(
-                step).with_error_handler(handler)
-        fetched = candidates | f"{prefix}FetchContent" >> FetchContent(
-            self._port_factory).with_error_handler(handler)
-        results = fetched.candidates | f"{prefix}Project" >> Project(
+        dead_letters = []
+        for step in planned(self._chain):
+            if isinstance(step, str):
+                read = (FetchContent if step == FETCH_CONTENT else FetchVectors)(
+                    self._port_factory)
+                fetched = candidates | f"{prefix}{step}" >> read.with_error_handler(handler)
+                candidates = fetched.candidates
+                dead_letters.append(fetched.dead_letter)
+            else:
+                candidates = candidates | f"{prefix}{step.name}" >> CandidateStage(
+                    step).with_error_handler(handler)
+        results = candidates | f"{prefix}Project" >> Project(
             self._settings.projection).with_error_handler(handler)
-        return results, [fetched.dead_letter]
+        return results, dead_letters

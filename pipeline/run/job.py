@@ -30,6 +30,7 @@ from pipeline.config.settings import Settings
 from pipeline.io.local_paths import is_local
 from pipeline.io.run_io import RunIO
 from pipeline.run.build import build_pipeline
+from pipeline.run.chain import candidate_chain, step_counters
 from pipeline.run.continuation_plan import ContinuationPlan, plan_continuation
 from pipeline.run.manifest import remove_manifests, run_manifest, write_manifests
 from pipeline.run.preflight import preflight
@@ -114,7 +115,9 @@ def _run(settings: Settings, io: RunIO, beam_args: Sequence[str], port_factory: 
                        embedder_factory=embedder_factory, embedder_refusal=refusal, plan=plan)
         result = run_to_completion(pipeline, settings.job.max_wall_time)
         summary = summarize(result, time.monotonic() - started, io.counts,
-                            backend_of(settings).counters, compared=io.previous is not None)
+                            backend_of(settings).counters
+                            + step_counters(candidate_chain(settings.rag)),
+                            compared=io.previous is not None)
         if plan.continues is not None:
             summary.counts[counters.DELTA_CHUNKS] = plan.continues.changes.chunks
         if plan.refused is not None and not plan.first_night:

@@ -24,6 +24,7 @@ from pipeline.io.json_file import write_json_file
 from pipeline.io.line_blocks import read_numbered_lines
 from pipeline.io.local_paths import is_local
 from pipeline.io.run_io import RunIO
+from pipeline.run.chain import candidate_chain
 from pipeline.run.summary import RunSummary
 
 
@@ -53,6 +54,8 @@ def run_manifest(settings: Settings, io: RunIO, summary: RunSummary, options: Pi
         "runner": runner or runner_name(options),
         "settings_sha256": hashlib.sha256(settings.model_dump_json().encode()).hexdigest(),
         "store": backend_of(settings).described(settings, version),
+        "chain": [{"step": step.name, **(step.about or {})}
+                  for step in candidate_chain(settings.rag)],
         "queries": {**_file(io.queries.path, digest=False),
                     "records": summary.counts.get("queries")},
         "results": _file(io.results.location) if is_local(io.results.location) else {

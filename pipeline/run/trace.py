@@ -10,16 +10,18 @@ from dataclasses import dataclass
 from typing import cast
 
 from connectors.embedder_port import EmbedderFactory, EmbedderPort
-from connectors.search_port import KnowledgeSearchPort, LateContentPort, can
+from connectors.search_port import ContinuablePort, KnowledgeSearchPort, LateContentPort, can
 from core.errors import RagEvidenceError
 from pipeline.config.settings import Settings
-from pipeline.run.chain import candidate_chain
+from pipeline.run.chain import FETCH_CONTENT, candidate_chain, planned, sees_query
 from stages.embed import embed_queries, needs_embedding
 from stages.fetch_content import with_contents
+from stages.fetch_vectors import with_vectors
 from stages.identity import candidates_of
 from stages.models import Candidate, DeadLetter, EmbeddedQuery, Query, QueryCandidates, QueryResult
 from stages.projection import assemble_result
 from stages.recall import recall_batch
+from stages.step_views import StepView
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,8 @@ class StageStep:
     name: str
     before: list[Candidate]
     after: list[Candidate]
+    view: StepView | None = None
+    """How `explain` shows the step (see `CandidateStep.shown`)."""
 
 
 @dataclass(frozen=True)
@@ -59,10 +63,11 @@ def trace(settings: Settings, queries: Sequence[Query], port: KnowledgeSearchPor
                 "text queries need an embedder")
         embedded = embed_queries(queries, embedder)
     ready = [e for e in embedded if isinstance(e, EmbeddedQuery)]
-    recalled = iter(recall_batch(ready, port, rag.retrieve_k, rag.recall.mode,
-                                 rag.max_sub_queries))
-    read = cast(LateContentPort, port).contents if can(port, "contents") else None
     chain = candidate_chain(rag)
+    recalled = iter(recall_batch(ready, port, rag.retrieve_k, rag.recall.mode,
+                                 rag.max_sub_queries, sees_query(chain)))
+    read = cast(LateContentPort, port).contents if can(port, "contents") else None
+    vectors = cast(ContinuablePort, port).vectors_of if can(port, "vectors_of") else None
     traced: list[Traced | DeadLetter] = []
     for query, outcome in zip(queries, embedded, strict=True):
         hits = next(recalled) if isinstance(outcome, EmbeddedQuery) else outcome
@@ -70,14 +75,27 @@ def trace(settings: Settings, queries: Sequence[Query], port: KnowledgeSearchPor
             traced.append(hits)
             continue
         found = candidates_of(hits)
-        steps, kept = [], found
-        for step in chain:
-            after = step.fn(kept)
-            steps.append(StageStep(step.name, kept, after))
-            kept = after
-        fetched = with_contents(QueryCandidates(query.id, tuple(kept)), read)
-        if isinstance(fetched, DeadLetter):
-            traced.append(fetched)
+        element: QueryCandidates | DeadLetter = QueryCandidates(query.id, tuple(found),
+                                                                hits.query)
+        steps = []
+        for step in planned(chain):
+            assert isinstance(element, QueryCandidates)
+            if isinstance(step, str):
+                element = (with_contents(element, read) if step == FETCH_CONTENT
+                           else with_vectors(element, vectors))
+                if isinstance(element, DeadLetter):
+                    break
+                continue
+            try:
+                after = step.apply(element.candidates, element.query)
+            except RagEvidenceError as error:  # as a run dead-letters what a step raises
+                element = DeadLetter(stage="internal", query_id=query.id,
+                                     error=f"{step.name}: {error}")
+                break
+            steps.append(StageStep(step.name, list(element.candidates), after, step.shown))
+            element = element._replace(candidates=tuple(after))
+        if isinstance(element, DeadLetter):
+            traced.append(element)
             continue
-        traced.append(Traced(query, found, steps, assemble_result(fetched, settings.projection)))
+        traced.append(Traced(query, found, steps, assemble_result(element, settings.projection)))
     return traced

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from stages.candidate_step import CandidateFn, CandidateStep
+from stages.candidate_step import CandidateStep
 from stages.models import QueryCandidates
 from stages.support import counters
 from stages.support.internal_errors import HandlesErrors
@@ -32,18 +32,18 @@ class CandidateStage(HandlesErrors, beam.PTransform[beam.PCollection[QueryCandid
 
     def expand(self, pcoll: beam.PCollection[QueryCandidates]) -> beam.PCollection[QueryCandidates]:
         return self._guarded_step(pcoll, self._step.name,
-                               _CandidateDoFn(self._step.fn, self._step.dropped_counter)).main
+                               _CandidateDoFn(self._step)).main
 
 
 class _CandidateDoFn(PerQueryDoFn):
     output_type = QueryCandidates
 
-    def __init__(self, fn: CandidateFn, dropped_counter: str | None) -> None:
-        self._fn = fn
-        self._dropped_counter = dropped_counter
+    def __init__(self, step: CandidateStep) -> None:
+        self._apply = step.apply
+        self._dropped_counter = step.dropped_counter
 
     def answer(self, element: QueryCandidates) -> QueryCandidates:
-        kept = self._fn(element.candidates)
+        kept = self._apply(element.candidates, element.query)
         if self._dropped_counter is not None:
             counters.count(self._dropped_counter, len(element.candidates) - len(kept))
-        return QueryCandidates(element.query_id, tuple(kept))
+        return QueryCandidates(element.query_id, tuple(kept), element.query)

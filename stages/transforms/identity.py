@@ -16,7 +16,7 @@ class _NormalizeDoFn(PerQueryDoFn):
 
     def answer(self, query_hits: QueryHits) -> QueryCandidates:
         return QueryCandidates(query_hits.query_id,
-                               tuple(candidates_of(query_hits, counters.count)))
+                               tuple(candidates_of(query_hits, counters.count)), query_hits.query)
 
 
 class IdentityNormalize(HandlesErrors, beam.PTransform[beam.PCollection[QueryHits],

@@ -31,8 +31,10 @@ class _RecallDoFn(OwningDoFn[KnowledgeSearchPort], GuardedDoFn):
     output_type = QueryHits
 
     def __init__(self, port_factory: PortFactory, retrieve_k: int, mode: RecallMode,
-                 max_sub_queries: int, keeps_state: bool = False) -> None:
+                 max_sub_queries: int, keeps_state: bool = False,
+                 with_query: bool = False) -> None:
         super().__init__(port_factory)
+        self._with_query = with_query
         self._retrieve_k = retrieve_k
         self._keeps_state = keeps_state
         self._mode = mode
@@ -54,7 +56,7 @@ class _RecallDoFn(OwningDoFn[KnowledgeSearchPort], GuardedDoFn):
             return [dead_letter(q.query, "recall", port) for q in batch]
         asked = asked_width(self._retrieve_k) if self._keeps_state else self._retrieve_k
         results: list[Any] = recall_batch(batch, port, asked, self._mode,
-                                          self._max_sub_queries)
+                                          self._max_sub_queries, self._with_query)
         if self._keeps_state:
             results = list(self._with_state(batch, results))
         counters.count(counters.CANDIDATES,
@@ -72,7 +74,7 @@ class _RecallDoFn(OwningDoFn[KnowledgeSearchPort], GuardedDoFn):
             assert not isinstance(subs, RagEvidenceError)  # it was recalled
             cut, state = kept_state(embedded, [s.reason for s in subs], result,
                                     self._retrieve_k)
-            yield cut
+            yield cut._replace(query=result.query) if result.query is not None else cut
             if state is not None:
                 yield beam.pvalue.TaggedOutput(STATE, state)
 
@@ -85,7 +87,8 @@ class Recall(HandlesErrors,
              beam.PTransform[beam.PCollection[EmbeddedQuery], beam.pvalue.DoOutputsTuple]):
     """EmbeddedQuery -> QueryHits (main output `hits`) and DeadLetter (tag `dead_letter`);
     with `keeps_state`, recalls deeper and also gives what each query keeps for the next run
-    (tag `state`, see `candidate_state`), its hits cut to `retrieve_k` as without.
+    (tag `state`, see `candidate_state`), its hits cut to `retrieve_k` as without;
+    `with_query`: each hits carry their query (for a step that sees it).
 
     Usage::
 
@@ -97,9 +100,10 @@ class Recall(HandlesErrors,
                  batch_size: int = DEFAULT_SEARCH_BATCH,
                  mode: RecallMode = "dense",
                  max_sub_queries: int = DEFAULT_MAX_SUB_QUERIES,
-                 keeps_state: bool = False) -> None:
+                 keeps_state: bool = False, with_query: bool = False) -> None:
         super().__init__()
-        self._fn = _RecallDoFn(port_factory, retrieve_k, mode, max_sub_queries, keeps_state)
+        self._fn = _RecallDoFn(port_factory, retrieve_k, mode, max_sub_queries, keeps_state,
+                               with_query)
         self._batch_size = batch_size
 
     def expand(self, queries: beam.PCollection[EmbeddedQuery]) -> beam.pvalue.DoOutputsTuple:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from stages.fusion import RrfSettings, fuse_reciprocal_rank
 from stages.models import RetrieverHit
+from stages.steps.fusion import RrfSettings, fuse_reciprocal_rank
 from tests.builders import normalized, recalled
 
 

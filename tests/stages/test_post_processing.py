@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from stages.dedup import dedup_by_evidence_key
 from stages.models import QueryCandidates
-from stages.per_doc_cap import cap_chunks_per_document, per_doc_cap
 from stages.projection import ProjectionBudget, assemble_result
-from stages.top_n import top_n, top_n_step
+from stages.steps.dedup import dedup_by_evidence_key
+from stages.steps.per_doc_cap import cap_chunks_per_document, per_doc_cap
+from stages.steps.top_n import top_n, top_n_step
 from tests.builders import candidate, chunk
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.config.loader import load_settings
-from stages.score_floor import above_floor
+from stages.steps.score_floor import above_floor
 from tests.builders import chunk
 
 

@@ -7,11 +7,11 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stages.dedup import dedup_by_evidence_key
 from stages.models import Candidate
-from stages.per_doc_cap import cap_chunks_per_document
 from stages.projection import ProjectionBudget
-from stages.top_n import top_n
+from stages.steps.dedup import dedup_by_evidence_key
+from stages.steps.per_doc_cap import cap_chunks_per_document
+from stages.steps.top_n import top_n
 from tests.builders import candidate, chunk, projected
 
 _scores = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)

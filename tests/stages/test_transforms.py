@@ -7,12 +7,12 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline.testing import query_hits
-from stages.dedup import keyed_dedup
 from stages.models import QueryCandidates
-from stages.per_doc_cap import per_doc_cap
 from stages.projection import ProjectionBudget
+from stages.steps.dedup import keyed_dedup
+from stages.steps.per_doc_cap import per_doc_cap
+from stages.steps.top_n import top_n_step
 from stages.support.candidate_stage import CandidateStage
-from stages.top_n import top_n_step
 from stages.transforms.identity import IdentityNormalize
 from stages.transforms.projection import Project
 from tests.builders import chunk, recalled

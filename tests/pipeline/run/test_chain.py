@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
@@ -17,9 +16,9 @@ from pipeline.cli.main import main
 from pipeline.config.loader import load_settings
 from pipeline.run import chain
 from pipeline.run.evidence_transform import EvidenceTransform
-from stages.candidate_step import CandidateStep
-from stages.models import Candidate, Query
+from stages.models import Query
 from tests.builders import FailingEmbedder, chunk_records, embedded_store, unit_vectors
+from tests.pipeline.run.toy_step import ODD_DROPPED, even_step
 
 ROOT = Path(__file__).resolve().parents[3]
 EVERY_STEP = ["rag.recall.mode=hybrid", "rag.min-score=0.1"]
@@ -56,22 +55,49 @@ def test_the_documented_diagrams_name_the_chain_in_order(page: str) -> None:
     assert [word for word in re.findall(r"[A-Z][A-Za-z]+", diagram) if word in names] == names
 
 
-def _even(candidates: Sequence[Candidate]) -> list[Candidate]:
-    return [c for c in candidates if (c.chunk_index or 0) % 2 == 0]
-
-
-def test_a_stage_added_to_the_chain_is_a_step_of_the_run_and_of_explain(
+def test_a_step_added_with_one_entry_is_in_the_run_both_explains_and_the_funnel(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    steps = list(chain.CANDIDATE_STEPS)
-    # a stage a newcomer adds, between PerDocCap and ScoreFloor: drops the odd chunks
-    steps.insert(3, lambda rag: CandidateStep("_DropOddChunks", _even))
-    monkeypatch.setattr(chain, "CANDIDATE_STEPS", tuple(steps))
-    assert "_DropOddChunks" in _labels(tmp_path)
-    store = ["--set", f"search.embedded.path={tmp_path / 'store'}", "--set", "embedder.dim=8",
-             "--set", "rag.max-chunks-per-document=4"]
+    """The walk-through: a step is its module (`toy_step`) and one entry in the chain."""
+    entries = list(chain.CANDIDATE_STEPS)
+    entries.insert(3, chain.ChainEntry("EvenChunks", lambda rag: even_step()))
+    monkeypatch.setattr(chain, "CANDIDATE_STEPS", tuple(entries))
+    assert "EvenChunks" in _labels(tmp_path)
+    store = tmp_path / "store"
+    common = ["--set", f"search.embedded.path={store}", "--set", "embedder.dim=8",
+              "--set", "rag.max-chunks-per-document=4", "--set", "rag.return-n=8"]
+    # run: the step drops odd chunks, counts them, and the manifest names it
+    queries, out = tmp_path / "q.jsonl", tmp_path / "out.jsonl"
+    vectors = unit_vectors(1, dim=8, seed=7)
+    queries.write_text(json.dumps({"id": "q", "vector": vectors[0].tolist()}) + "\n")
+    assert main(["run", "--queries", str(queries), "--out", str(out), "--summary",
+                 str(tmp_path / "summary.json"), *common]) == 0
+    (result,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert result["evidence"] and all(b["chunk_index"] % 2 == 0 for b in result["evidence"])
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["counts"][ODD_DROPPED] > 0
+    manifest = json.loads(Path(f"{out}.manifest.json").read_text())
+    assert {"step": "EvenChunks"} in manifest["chain"]
+    # explain, as JSON: its rows under its field; as text: its table under its title
     capsys.readouterr()
-    assert main(["explain", "--query", "words", "--json", *store]) == 0
+    assert main(["explain", "--query", "words", "--json", *common]) == 0
     explained = json.loads(capsys.readouterr().out)
-    assert {row["evidence_key"] for row in explained["dropped_by"]["_DropOddChunks"]}
-    assert all(int(row["evidence_key"].rsplit("-", 1)[1]) % 2 == 0 for row in explained["kept"])
+    assert explained["odd_chunks"]
+    assert all(int(row["evidence_key"].rsplit("-", 1)[1]) % 2 == 1
+               for row in explained["odd_chunks"])
+    assert main(["explain", "--query", "words", *common]) == 0
+    assert re.search(r"^removed for an odd chunk index \([1-9]", capsys.readouterr().out,
+                     re.MULTILINE)
+    # the step saw the query: this text keeps every chunk
+    assert main(["explain", "--query", "keep all", "--json", *common]) == 0
+    assert json.loads(capsys.readouterr().out)["odd_chunks"] == []
+    # eval's funnel: a column of its own, where a relevant odd chunk is lost
+    odd = next(row["evidence_key"] for row in explained["odd_chunks"])
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text(f"q 0 {odd} 1\n")
+    assert main(["eval", "--queries", str(queries), "--qrels", str(qrels), *common]) == 0
+    report = capsys.readouterr().out
+    funnel = report[report.index("loss funnel"):].splitlines()
+    columns, counts = funnel[1].split(), funnel[3].split()
+    assert columns[columns.index("PerDocCap") + 1] == "EvenChunks"
+    assert counts[columns.index("PerDocCap")] == "1" and counts[columns.index("EvenChunks")] == "0"

@@ -7,6 +7,7 @@ from functools import partial
 
 from stages.candidate_step import CandidateStep
 from stages.models import Candidate
+from stages.step_views import StepView, dropped_rows
 from stages.support.counters import BELOW_MIN_SCORE
 
 
@@ -25,4 +26,7 @@ def score_floor(min_score: float) -> CandidateStep:
         kept = candidates | CandidateStage(score_floor(min_score=0.6))
     """
     return CandidateStep("ScoreFloor", partial(above_floor, min_score=min_score),
-                         BELOW_MIN_SCORE)
+                         BELOW_MIN_SCORE,
+                         view=StepView("removed below rag.min-score",
+                                       ("rank", "evidence_key", "score"), dropped_rows,
+                                       "below_min_score", shown_empty=False))

@@ -9,6 +9,7 @@ from core.params import Bound
 from stages.candidate_step import CandidateStep
 from stages.models import Candidate
 from stages.ranking import ranked
+from stages.step_views import StepView, ordered_rows
 
 RETURN_N = Bound("rag.return-n", ge=1, le=10_000)
 
@@ -33,4 +34,6 @@ def top_n_step(return_n: int = 5) -> CandidateStep:
         OutOfBoundsError: `return_n` is outside `RETURN_N` (a ValueError).
     """
     RETURN_N.check(return_n)
-    return CandidateStep("TopN", partial(top_n, return_n=return_n))
+    return CandidateStep("TopN", partial(top_n, return_n=return_n),
+                         view=StepView("kept by TopN", ("rank", "score", "evidence_key", "reasons"),
+                                       ordered_rows, "kept"))

@@ -12,6 +12,7 @@ from core.params import Bound, Real, Whole, check_bounds
 from stages.candidate_step import CandidateStep
 from stages.hit_merge import absorb
 from stages.models import Candidate
+from stages.step_views import StepView, ranked_rows
 
 RRF_K = Bound("rag.recall.rrf-k", ge=1)
 WEIGHT = Bound("rag.recall.weights", ge=0)
@@ -65,4 +66,7 @@ def rrf_fusion(rrf: RrfSettings) -> CandidateStep:
 
         fused = candidates | CandidateStage(rrf_fusion(RrfSettings(k=60)))
     """
-    return CandidateStep("RrfFusion", partial(fuse_reciprocal_rank, rrf=rrf))
+    return CandidateStep("RrfFusion", partial(fuse_reciprocal_rank, rrf=rrf),
+                         view=StepView("fused (reciprocal rank fusion)",
+                                       ("rank", "score", "evidence_key", "reasons"), ranked_rows,
+                                       "fused", shown_empty=False))

@@ -10,6 +10,7 @@ from stages.candidate_step import CandidateStep
 from stages.hit_merge import absorb
 from stages.models import Candidate
 from stages.ranking import ranked
+from stages.step_views import StepView, merged_rows
 from stages.support.counters import DUPLICATES_MERGED
 
 DedupKey = Literal["evidence-key", "source"]
@@ -43,4 +44,7 @@ def keyed_dedup(key: DedupKey = "evidence-key") -> CandidateStep:
         deduped = candidates | CandidateStage(keyed_dedup())
     """
     return CandidateStep("KeyedDedup", partial(dedup_by_evidence_key, key=key),
-                         DUPLICATES_MERGED)
+                         DUPLICATES_MERGED,
+                         view=StepView("merged as duplicates (same evidence key)",
+                                       ("evidence_key", "score", "reasons", "into"), merged_rows,
+                                       "merged"))

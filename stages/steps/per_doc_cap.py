@@ -9,6 +9,7 @@ from core.params import Bound
 from stages.candidate_step import CandidateStep
 from stages.models import Candidate
 from stages.ranking import ranked
+from stages.step_views import StepView, dropped_rows
 from stages.support.counters import CAPPED
 
 MAX_CHUNKS_PER_DOCUMENT = Bound("rag.max-chunks-per-document", ge=1)
@@ -48,4 +49,6 @@ def per_doc_cap(max_per_doc: int = 2) -> CandidateStep:
     """
     MAX_CHUNKS_PER_DOCUMENT.check(max_per_doc)
     return CandidateStep("PerDocCap", partial(cap_chunks_per_document, max_per_doc=max_per_doc),
-                         CAPPED)
+                         CAPPED, view=StepView("removed by the per-document cap",
+                                               ("rank", "doc_id", "evidence_key", "score"),
+                                               dropped_rows, "capped"))
