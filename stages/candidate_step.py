@@ -34,6 +34,8 @@ class CandidateStep:
     needs_content: bool = False
     needs_vectors: bool = False
     view: StepView | None = None
+    counters: tuple[str, ...] = ()
+    """The counters it counts under besides `dropped_counter` (the summary prints them)."""
     about: dict[str, str] | None = None
     """What the run's manifest says of it beside its name (its model, for example)."""
 

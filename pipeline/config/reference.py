@@ -161,9 +161,9 @@ def page() -> str:
 def _fields(section: type, path: tuple[str, ...]) -> Iterator[tuple[str, str, str]]:
     for name, annotation, default in _declared(section):
         here = (*path, kebab(name))
-        section = _optional_section(annotation) if default is None else None
-        if _is_section(annotation) or section is not None:
-            yield from _fields(section or annotation, FOLDED.get(here, here))
+        optional = _optional_section(annotation) if default is None else None
+        if _is_section(annotation) or optional is not None:
+            yield from _fields(optional or annotation, FOLDED.get(here, here))
             continue
         key, bound = ".".join(here), _bound(annotation)
         if bound is not None and bound.key != key:

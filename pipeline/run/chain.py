@@ -100,8 +100,8 @@ def sees_query(steps: Sequence[CandidateStep]) -> bool:
 
 def step_counters(steps: Sequence[CandidateStep]) -> tuple[str, ...]:
     """The counters `steps` count under that every run does not report already."""
-    return tuple(dict.fromkeys(s.dropped_counter for s in steps
-                               if s.dropped_counter and s.dropped_counter not in SUMMARY))
+    named = [name for s in steps for name in (s.dropped_counter, *s.counters) if name]
+    return tuple(dict.fromkeys(name for name in named if name not in SUMMARY))
 
 
 def through(steps: Sequence[CandidateStep], candidates: Sequence[Candidate],

@@ -181,8 +181,8 @@ def why_not_kept(settings: Settings, version: Path | None, from_code: bool = Fal
     seeing = [step.name for step in candidate_chain(settings.rag)
               if step.needs_query or step.needs_vectors]
     if seeing:
-        return (f"{' and '.join(seeing)} see the query or the chunks' vectors, which a "
-                "continued night does not carry yet")
+        return (f"{' and '.join(seeing)} {'sees' if len(seeing) == 1 else 'see'} the query or "
+                "the chunks' vectors, which a continued night does not carry yet")
     if settings.rag.recall.mode != "dense" and backend.lexical_statistics is None:
         return (f"rag.recall.mode={settings.rag.recall.mode}: {backend.noun} keeps no BM25 "
                 "statistics to continue a lexical list by")

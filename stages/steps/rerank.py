@@ -54,7 +54,7 @@ def rerank_step(scorer: PairScorer, top: int = 20) -> CandidateStep:
     """
     RERANK_TOP.check(top)
     return CandidateStep("Rerank", partial(reranked, scorer=scorer, top=top), needs_query=True,
-                         needs_content=True,
+                         needs_content=True, counters=(counters.NOT_RERANKED,),
                          view=StepView("reranked (the model's scores)",
                                        ("rank", "score", "evidence_key", "reasons"),
                                        ordered_rows, "reranked"),
