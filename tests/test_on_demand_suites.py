@@ -24,7 +24,7 @@ def _pytest(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 def test_a_suite_left_out_is_counted_with_how_to_run_it() -> None:
     done = _pytest(ONE_TORCH_TEST)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert ("left out: 1 torch tests (pip install -e '.[test,torch]' && pytest -m torch)"
+    assert ("left out: 1 torch tests (pip install -e '.[test,quality]' && pytest -m torch)"
             in done.stdout)
     assert "test_onnx_vectors_agree_with_torchs" not in done.stdout
 
@@ -32,7 +32,7 @@ def test_a_suite_left_out_is_counted_with_how_to_run_it() -> None:
 def test_a_suite_named_by_m_is_collected() -> None:
     done = _pytest("-m", "not torch or torch", ONE_TORCH_TEST)
     if done.returncode == 4:  # usage error: this venv has no torch extra
-        assert "-m torch needs the torch extra: pip install -e '.[test,torch]'" in done.stderr
+        assert "-m torch needs the quality extra: pip install -e '.[test,quality]'" in done.stderr
     else:
         assert "test_onnx_vectors_agree_with_torchs" in done.stdout
         assert "left out" not in done.stdout

@@ -63,6 +63,10 @@ def locate_model(name: str, environ: Mapping[str, str] | None = None,
     hub = _from_hub_cache(name)
     if hub is not None:
         return _checked(hub, name)
+    if packaged is not None:
+        raise ConfigError("embedder.model", name,
+                          f"its packages are not installed (nothing is downloaded at run "
+                          f"time): {packaged.install}")
     raise ConfigError("embedder.model", name,
                       f"not a directory and not in the model cache {cached.parent}; {_HOW_TO}")
 

