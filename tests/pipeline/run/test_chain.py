@@ -101,3 +101,11 @@ def test_a_step_added_with_one_entry_is_in_the_run_both_explains_and_the_funnel(
     columns, counts = funnel[1].split(), funnel[3].split()
     assert columns[columns.index("PerDocCap") + 1] == "EvenChunks"
     assert counts[columns.index("PerDocCap")] == "1" and counts[columns.index("EvenChunks")] == "0"
+
+
+def test_the_steps_page_describes_every_step_of_the_chain_in_order() -> None:
+    section = (ROOT / "docs/steps.md").read_text(encoding="utf-8").split(
+        "## Post-processing")[1].split("\n## ")[0]
+    described = [name for name in re.findall(r"^- \*\*(\w+)\*\*", section, re.MULTILINE)
+                 if name != "Project"]
+    assert described == chain.every_step_name()

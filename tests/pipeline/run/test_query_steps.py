@@ -15,8 +15,8 @@ from pipeline.cli.main import main
 from pipeline.config.loader import load_settings
 from pipeline.run import chain
 from stages.steps.rerank import rerank_step
-from tests.builders import unit_vectors
-from tests.pipeline.cli_runs import DIM, run_cli
+from tests.builders import chunk_records, unit_vectors
+from tests.pipeline.cli_runs import DIM, lines_of, run_cli
 
 MMR = ["--set", "rag.mmr.lambda=0.2", "--set", "rag.return-n=4",
        "--set", "rag.max-chunks-per-document=4"]
@@ -154,3 +154,28 @@ def test_a_night_with_a_step_that_sees_the_query_is_answered_in_full_and_says_wh
     assert why in capsys.readouterr().out
     manifest = json.loads(Path(f"{tmp_path / 'out.jsonl'}.manifest.json").read_text())
     assert manifest["continuation"]["answered_in_full"].startswith(why)
+
+
+@pytest.mark.live_es
+def test_mmr_on_elasticsearch_keeps_what_it_keeps_on_the_embedded_store(
+        es_section: str, tmp_path: Path) -> None:
+    """Elasticsearch gives the candidates' vectors from `_source`: the same diverse set."""
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text("".join(r.model_dump_json() + "\n" for r in chunk_records(
+        unit_vectors(40, dim=DIM), chunks_per_doc=4)))
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("".join(json.dumps({"id": f"q{seed}", "vector": unit_vectors(
+        1, dim=DIM, seed=seed)[0].tolist()}) + "\n" for seed in range(5)))
+    evidence = {}
+    for name, section in (("embedded", f"search:\n  embedded:\n    path: {tmp_path / 'store'}\n"),
+                          ("elasticsearch", es_section)):
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(section + f"embedder:\n  dim: {DIM}\nrag:\n  retrieve-k: 10\n")
+        assert main(["index", "--config", str(config), "--chunks", str(chunks)]) == 0
+        out = tmp_path / f"{name}.jsonl"
+        assert main(["run", "--config", str(config), "--queries", str(queries), "--out",
+                     str(out), *MMR]) == 0
+        evidence[name] = [[(b["evidence_key"], round(b["score"], 5)) for b in r["evidence"]]
+                          for r in lines_of(out)]
+    assert evidence["elasticsearch"] == evidence["embedded"]
+    assert all(len(keys) == 4 for keys in evidence["embedded"])
