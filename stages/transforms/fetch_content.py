@@ -3,64 +3,58 @@ the port opened on the first candidate that lacks what the step reads."""
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam import pvalue
 
-from connectors.search_port import (
-    ContinuablePort,
-    KnowledgeSearchPort,
-    LateContentPort,
-    PortFactory,
-    can,
-)
+from connectors.search_port import KnowledgeSearchPort, PortFactory, can
 from core.errors import KnowledgeSearchError
-from stages.fetch_content import ReadContents, letter, with_contents
-from stages.fetch_vectors import ReadVectors, vectors_letter, with_vectors
+from stages.fetch_content import letter, with_contents
+from stages.fetch_vectors import vectors_letter, with_vectors
 from stages.models import DeadLetter, QueryCandidates
 from stages.support.internal_errors import HandlesErrors
 from stages.support.owning_dofn import OwningDoFn
 from stages.support.per_query import PerQueryDoFn
 
 
+class _Reads(NamedTuple):
+    """What a fetch step reads: the port's method, the candidate's field it fills, how it
+    fills one query's candidates, and the dead letter of a port that cannot be opened."""
+
+    method: str
+    field: str
+    fill: Callable[[QueryCandidates, Any], QueryCandidates | DeadLetter]
+    letter: Callable[[QueryCandidates, KnowledgeSearchError], DeadLetter]
+
+
+CONTENTS = _Reads("contents", "content", with_contents, letter)
+VECTORS = _Reads("vectors_of", "vector", with_vectors, vectors_letter)
+
+
 class _FetchDoFn(OwningDoFn[KnowledgeSearchPort], PerQueryDoFn):
-    """Opens its port on the first candidate without content (never, for a port that gives
-    contents with its hits)."""
+    """Opens its port on the first candidate that lacks what it reads (never, for contents
+    from a port that gives them with its hits)."""
 
     output_type = QueryCandidates
+
+    def __init__(self, port_factory: PortFactory, reads: _Reads) -> None:
+        super().__init__(port_factory)
+        self._reads = reads
 
     def setup(self) -> None:
         return None
 
     def answer(self, element: QueryCandidates) -> QueryCandidates | DeadLetter:
-        read: ReadContents | None = None
-        if any(c.content is None for c in element.candidates):
+        reads, read = self._reads, None
+        if any(getattr(c, reads.field) is None for c in element.candidates):
             try:
                 port = self.owned()
             except KnowledgeSearchError as error:
-                return letter(element, error)
-            read = cast(LateContentPort, port).contents if can(port, "contents") else None
-        return with_contents(element, read)
-
-
-class _FetchVectorsDoFn(OwningDoFn[KnowledgeSearchPort], PerQueryDoFn):
-    """Opens its port on the first query with candidates."""
-
-    output_type = QueryCandidates
-
-    def setup(self) -> None:
-        return None
-
-    def answer(self, element: QueryCandidates) -> QueryCandidates | DeadLetter:
-        read: ReadVectors | None = None
-        if element.candidates:
-            try:
-                port = self.owned()
-            except KnowledgeSearchError as error:
-                return vectors_letter(element, error)
-            read = cast(ContinuablePort, port).vectors_of if can(port, "vectors_of") else None
-        return with_vectors(element, read)
+                return reads.letter(element, error)
+            read = getattr(port, reads.method) if can(port, reads.method) else None
+        return reads.fill(element, read)
 
 
 class FetchContent(HandlesErrors, beam.PTransform[beam.PCollection[QueryCandidates],
@@ -75,7 +69,7 @@ class FetchContent(HandlesErrors, beam.PTransform[beam.PCollection[QueryCandidat
 
     def __init__(self, port_factory: PortFactory) -> None:
         super().__init__()
-        self._fn: PerQueryDoFn = _FetchDoFn(port_factory)
+        self._fn = _FetchDoFn(port_factory, CONTENTS)
         self._label = "ReadContents"
 
     def expand(self, element: beam.PCollection[QueryCandidates]) -> pvalue.DoOutputsTuple:
@@ -93,5 +87,5 @@ class FetchVectors(FetchContent):
 
     def __init__(self, port_factory: PortFactory) -> None:
         super().__init__(port_factory)
-        self._fn = _FetchVectorsDoFn(port_factory)
+        self._fn = _FetchDoFn(port_factory, VECTORS)
         self._label = "ReadVectors"
