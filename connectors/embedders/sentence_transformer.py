@@ -14,8 +14,9 @@ import numpy as np
 from connectors.embedder_port import EmbedderInfo, Purpose
 from connectors.embedders.fork_safe import fork_safe_tokenizers
 from connectors.embedders.model_fingerprint import model_fingerprint
-from connectors.embedders.model_location import locate_model
+from connectors.embedders.model_location import locate_model, model_cache
 from connectors.embedders.onnx_encoder import ONNX_FILES, OnnxEncoder, read_layout
+from connectors.embedders.onnx_export import exporter_installed
 from connectors.embedders.packaged_models import packaged_model
 from core.errors import ConfigError, InvalidInputError
 
@@ -50,8 +51,10 @@ def auto_backend(model: str, environ: Mapping[str, str] | None = None) -> str:
     weights (the packaged model's onnx rendition does) and ONNX Runtime is installed; `torch`
     when they hold only torch weights, or ONNX Runtime is missing, and the torch extra is
     installed; else `onnx`, whose load then names both ways out."""
-    if packaged_model(model, "onnx") is not None:
-        has_onnx = True
+    packaged = packaged_model(model, "onnx")
+    if packaged is not None:  # a rendition exported here needs the exporter, or a past export
+        has_onnx = packaged.exported_from is None or exporter_installed() or _exported(
+            packaged.folder, environ)
     else:
         try:
             directory = locate_model(model, environ, "onnx")
@@ -61,6 +64,13 @@ def auto_backend(model: str, environ: Mapping[str, str] | None = None) -> str:
     if has_onnx and _installed("onnx"):
         return "onnx"
     return "torch" if _installed("torch") else DEFAULT_BACKEND
+
+
+def _exported(folder: str, environ: Mapping[str, str] | None) -> bool:
+    try:
+        return (model_cache(environ) / folder).is_dir()
+    except ConfigError:
+        return False
 
 
 def _installed(backend: str) -> bool:

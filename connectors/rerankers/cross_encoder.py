@@ -6,6 +6,7 @@ folder must hold the model (`pip install 'rag-evidence[torch]'` brings sentence-
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +17,7 @@ from connectors.embedders.model_fingerprint import model_fingerprint
 from core.errors import ConfigError
 
 FIELD = "rag.rerank.model"
+_INSTALL = "needs sentence-transformers: pip install 'rag-evidence[torch]'"
 
 
 class CrossEncoderScorer:
@@ -23,7 +25,8 @@ class CrossEncoderScorer:
     (`score(text, passages)`, one float each, higher more relevant).
 
     Raises (on construction):
-        ConfigError: `folder` is no folder holding a model (`config.json`).
+        ConfigError: `folder` is no folder holding a model (`config.json`), or
+            sentence-transformers is not installed.
     """
 
     def __init__(self, folder: str, batch_size: int = 32) -> None:
@@ -31,6 +34,8 @@ class CrossEncoderScorer:
         if not (path / "config.json").is_file():
             raise ConfigError(FIELD, folder, "is no model folder (it has no config.json): "
                                              "give the folder a cross-encoder was saved to")
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise ConfigError(FIELD, folder, _INSTALL)
         self.folder = str(path.resolve())
         self.fingerprint = model_fingerprint(path)
         self.batch_size = batch_size
@@ -72,8 +77,7 @@ def _load(folder: str) -> Any:
     try:
         from sentence_transformers import CrossEncoder
     except ImportError:
-        raise ConfigError(FIELD, folder, "needs sentence-transformers: pip install "
-                                         "'rag-evidence[torch]'") from None
+        raise ConfigError(FIELD, folder, _INSTALL) from None
     fork_safe_tokenizers()
     try:
         return CrossEncoder(folder, device="cpu", local_files_only=True)

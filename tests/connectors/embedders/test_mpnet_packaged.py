@@ -3,12 +3,17 @@ every file checked against the publisher's digest kept in code, and run by the t
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from connectors.embedders import onnx_export
+from connectors.embedders.model_fingerprint import model_fingerprint
 from connectors.embedders.model_location import CACHE_ENV, locate_model
-from connectors.embedders.packaged_models import MPNET, PACKAGED, verify
+from connectors.embedders.packaged_models import MPNET, MPNET_CHECKPOINT, PACKAGED, verify
 from connectors.embedders.sentence_transformer import SentenceTransformerEmbedder
 from core.errors import ConfigError
 
@@ -55,3 +60,47 @@ def test_it_embeds_768_dimensions_and_ranks_a_paraphrase_first(
         "Deserialize a str containing a JSON document to a Python object.",
         "Push an item onto the heap, keeping the heap invariant."])
     assert float(query @ paraphrase) > float(query @ unrelated) + 0.2
+
+
+@pytest.fixture(scope="module")
+def exported(cache: Path) -> Path:
+    """The ONNX rendition, exported into the module's cache from the checked weights."""
+    return locate_model(MPNET, {CACHE_ENV: str(cache)}, backend="onnx")
+
+
+def test_the_onnx_rendition_is_exported_once_from_the_checked_weights_and_agrees_with_torch(
+        cache: Path, exported: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert exported == cache / "onnx-export" / MPNET
+    record = json.loads((exported / "export.json").read_text())
+    assert record["source"] == MPNET_CHECKPOINT == model_fingerprint(cache / MPNET)
+    assert not (exported / "model.safetensors").exists()
+    monkeypatch.setenv(CACHE_ENV, str(cache))
+    onnx = SentenceTransformerEmbedder(MPNET, batch_size=4, backend="onnx")
+    torch = SentenceTransformerEmbedder(MPNET, batch_size=4, backend="torch")
+    texts = ["Deserialize a str containing a JSON document.", "heap queue", "a " * 300]
+    cosines = np.sum(onnx.embed(texts) * torch.embed(texts), axis=1)
+    assert float(cosines.min()) > 0.9999
+    assert onnx.info.checkpoint == torch.info.weights  # one model, either backend
+    modified = (exported / "model.onnx").stat().st_mtime_ns
+    locate_model(MPNET, {CACHE_ENV: str(cache)}, backend="onnx")
+    assert (exported / "model.onnx").stat().st_mtime_ns == modified  # not exported again
+
+
+def test_a_changed_export_is_refused_naming_it(cache: Path, exported: Path,
+                                               tmp_path: Path) -> None:
+    copy = tmp_path / "cache"
+    shutil.copytree(cache, copy)
+    with open(copy / "onnx-export" / MPNET / "model.onnx", "ab") as handle:
+        handle.write(b"\0")
+    with pytest.raises(ConfigError, match=r"model.onnx has SHA-256 .* not the exported"):
+        locate_model(MPNET, {CACHE_ENV: str(copy)}, backend="onnx")
+
+
+def test_without_the_exporter_the_onnx_rendition_names_the_extra(
+        cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh = tmp_path / "cache"
+    shutil.copytree(cache / MPNET, fresh / MPNET)  # the torch folder, no export yet
+    monkeypatch.setattr(onnx_export, "EXPORTER", ("no_such_exporter_module",))
+    with pytest.raises(ConfigError, match=r"made once with torch and onnx.*\[quality\]"):
+        locate_model(MPNET, {CACHE_ENV: str(fresh)}, backend="onnx")
+    assert not (fresh / "onnx-export" / MPNET).exists()
