@@ -40,23 +40,6 @@ class ChainEntry:
     applies: Callable[[RagSettings], bool] = _always
 
 
-CANDIDATE_STEPS: tuple[ChainEntry, ...] = (
-    ChainEntry("RrfFusion", lambda rag: rrf_fusion(rag.recall.rrf()),
-               lambda rag: rag.recall.mode == "hybrid"),
-    ChainEntry("KeyedDedup", lambda rag: keyed_dedup(rag.dedup_key)),
-    ChainEntry("PerDocCap", lambda rag: per_doc_cap(rag.max_chunks_per_document)),
-    ChainEntry("ScoreFloor", lambda rag: score_floor(rag.min_score or 0.0),
-               lambda rag: rag.min_score is not None),
-    ChainEntry("Mmr", lambda rag: _mmr(rag), lambda rag: rag.mmr is not None),
-    ChainEntry("Rerank", lambda rag: _rerank(rag), lambda rag: rag.rerank is not None),
-    ChainEntry("TopN", lambda rag: top_n_step(rag.return_n)),
-)
-"""Between IdentityNormalize and Project, in order: RrfFusion in hybrid recall only,
-ScoreFloor when `rag.min-score` is set, Mmr with `rag.mmr`, Rerank with `rag.rerank`."""
-
-FETCH_CONTENT, FETCH_VECTORS = "FetchContent", "FetchVectors"
-
-
 def _mmr(rag: RagSettings) -> CandidateStep:
     assert rag.mmr is not None
     return mmr_step(rag.mmr.lambda_, rag.mmr.top or rag.return_n)
@@ -66,6 +49,23 @@ def _rerank(rag: RagSettings) -> CandidateStep:
     assert rag.rerank is not None
     return rerank_step(CrossEncoderScorer(rag.rerank.model, rag.rerank.batch_size),
                        rag.rerank.top)
+
+
+CANDIDATE_STEPS: tuple[ChainEntry, ...] = (
+    ChainEntry("RrfFusion", lambda rag: rrf_fusion(rag.recall.rrf()),
+               lambda rag: rag.recall.mode == "hybrid"),
+    ChainEntry("KeyedDedup", lambda rag: keyed_dedup(rag.dedup_key)),
+    ChainEntry("PerDocCap", lambda rag: per_doc_cap(rag.max_chunks_per_document)),
+    ChainEntry("ScoreFloor", lambda rag: score_floor(rag.min_score or 0.0),
+               lambda rag: rag.min_score is not None),
+    ChainEntry("Mmr", _mmr, lambda rag: rag.mmr is not None),
+    ChainEntry("Rerank", _rerank, lambda rag: rag.rerank is not None),
+    ChainEntry("TopN", lambda rag: top_n_step(rag.return_n)),
+)
+"""Between IdentityNormalize and Project, in order: RrfFusion in hybrid recall only,
+ScoreFloor when `rag.min-score` is set, Mmr with `rag.mmr`, Rerank with `rag.rerank`."""
+
+FETCH_CONTENT, FETCH_VECTORS = "FetchContent", "FetchVectors"
 
 
 def candidate_chain(rag: RagSettings) -> list[CandidateStep]:
