@@ -16,13 +16,14 @@ from connectors.rerankers.cross_encoder import CrossEncoderScorer
 from pipeline.config.settings import RagSettings
 from stages.candidate_step import CandidateStep
 from stages.models import Candidate, EmbeddedQuery
-from stages.steps.dedup import keyed_dedup
-from stages.steps.fusion import rrf_fusion
-from stages.steps.mmr import mmr_step
-from stages.steps.per_doc_cap import per_doc_cap
-from stages.steps.rerank import rerank_step
-from stages.steps.score_floor import score_floor
-from stages.steps.top_n import top_n_step
+from stages.step_views import StepView
+from stages.steps.dedup import MERGED_VIEW, keyed_dedup
+from stages.steps.fusion import FUSED_VIEW, rrf_fusion
+from stages.steps.mmr import MMR_VIEW, mmr_step
+from stages.steps.per_doc_cap import CAPPED_VIEW, per_doc_cap
+from stages.steps.rerank import RERANK_VIEW, rerank_step
+from stages.steps.score_floor import FLOOR_VIEW, score_floor
+from stages.steps.top_n import KEPT_VIEW, top_n_step
 from stages.support.counters import SUMMARY
 
 
@@ -32,12 +33,14 @@ def _always(_: RagSettings) -> bool:
 
 @dataclass(frozen=True)
 class ChainEntry:
-    """A candidate step of the chain: its `name` (the step's), when it `applies` to a run's
-    settings, and how it is `built` from them."""
+    """A candidate step of the chain: its `name` (the step's), how it is `built` from a run's
+    settings, when it `applies` to them, and its `view` (the one its step declares), by
+    which `explain --json` has its field, empty, also when it does not run."""
 
     name: str
     built: Callable[[RagSettings], CandidateStep]
     applies: Callable[[RagSettings], bool] = _always
+    view: StepView | None = None
 
 
 def _mmr(rag: RagSettings) -> CandidateStep:
@@ -53,14 +56,15 @@ def _rerank(rag: RagSettings) -> CandidateStep:
 
 CANDIDATE_STEPS: tuple[ChainEntry, ...] = (
     ChainEntry("RrfFusion", lambda rag: rrf_fusion(rag.recall.rrf()),
-               lambda rag: rag.recall.mode == "hybrid"),
-    ChainEntry("KeyedDedup", lambda rag: keyed_dedup(rag.dedup_key)),
-    ChainEntry("PerDocCap", lambda rag: per_doc_cap(rag.max_chunks_per_document)),
+               lambda rag: rag.recall.mode == "hybrid", FUSED_VIEW),
+    ChainEntry("KeyedDedup", lambda rag: keyed_dedup(rag.dedup_key), view=MERGED_VIEW),
+    ChainEntry("PerDocCap", lambda rag: per_doc_cap(rag.max_chunks_per_document),
+               view=CAPPED_VIEW),
     ChainEntry("ScoreFloor", lambda rag: score_floor(rag.min_score or 0.0),
-               lambda rag: rag.min_score is not None),
-    ChainEntry("Mmr", _mmr, lambda rag: rag.mmr is not None),
-    ChainEntry("Rerank", _rerank, lambda rag: rag.rerank is not None),
-    ChainEntry("TopN", lambda rag: top_n_step(rag.return_n)),
+               lambda rag: rag.min_score is not None, FLOOR_VIEW),
+    ChainEntry("Mmr", _mmr, lambda rag: rag.mmr is not None, MMR_VIEW),
+    ChainEntry("Rerank", _rerank, lambda rag: rag.rerank is not None, RERANK_VIEW),
+    ChainEntry("TopN", lambda rag: top_n_step(rag.return_n), view=KEPT_VIEW),
 )
 """Between IdentityNormalize and Project, in order: RrfFusion in hybrid recall only,
 ScoreFloor when `rag.min-score` is set, Mmr with `rag.mmr`, Rerank with `rag.rerank`."""
@@ -119,6 +123,11 @@ def step_names(rag: RagSettings) -> list[str]:
     plan = planned(candidate_chain(rag))
     return [*embed, "Recall", "IdentityNormalize",
             *(p if isinstance(p, str) else p.name for p in plan), "Project"]
+
+
+def every_json_field() -> list[str]:
+    """The `explain --json` fields of every step any settings apply, in chain order."""
+    return [e.view.field for e in CANDIDATE_STEPS if e.view is not None and e.view.field]
 
 
 def every_step_name() -> list[str]:

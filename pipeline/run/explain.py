@@ -14,6 +14,7 @@ from core.errors import InvalidInputError, KnowledgeSearchError
 from pipeline.config.backends import embedder_factory_for, port_factory_for
 from pipeline.config.settings import Settings
 from pipeline.io.validation_messages import describe_validation_error
+from pipeline.run.chain import every_json_field
 from pipeline.run.trace import Traced, trace
 from stages.models import Candidate, DeadLetter, Query, QueryResult
 from stages.step_views import Row, StepView, dropped_view
@@ -37,6 +38,8 @@ class Explanation:
     retrievers: dict[str, list[Row]] = field(default_factory=dict)
     steps: list[ShownStep] = field(default_factory=list)
     result: QueryResult | None = None
+    fields: list[str] = field(default_factory=list)
+    """The JSON fields of every step of the chain, in order: one that did not run is empty."""
 
     def rows_of(self, name: str) -> list[Row]:
         """The rows step `name` showed (empty when it is not in the chain)."""
@@ -44,8 +47,10 @@ class Explanation:
 
     def to_dict(self) -> dict[str, Any]:
         """Each step's rows under its view's field (a step without one: under `dropped_by`,
-        by its name), in chain order, between the retrievers and the result."""
-        by_field = {step.view.field: step.rows for step in self.steps if step.view.field}
+        by its name; one that did not run: empty), in chain order, between the retrievers and
+        the result."""
+        ran = {step.view.field: step.rows for step in self.steps if step.view.field}
+        by_field = {name: ran.get(name, []) for name in dict.fromkeys([*self.fields, *ran])}
         dropped_by = {step.name: step.rows for step in self.steps if not step.view.field}
         return {"query": self.query.model_dump(exclude_none=True),
                 "retrievers": self.retrievers, **by_field,
@@ -93,7 +98,8 @@ def _explain(settings: Settings, query: Query, port: KnowledgeSearchPort) -> Exp
     for step in traced.steps:  # the run's own chain (see `chain`)
         view = step.view or dropped_view(step.name)
         shown.append(ShownStep(step.name, view, view.rows(step.before, step.after)))
-    return Explanation(query, _by_retriever(traced.recalled), shown, traced.result)
+    return Explanation(query, _by_retriever(traced.recalled), shown, traced.result,
+                       every_json_field())
 
 
 def _raised(outcome: Any) -> Any:

@@ -16,6 +16,12 @@ from stages.support.counters import DUPLICATES_MERGED
 DedupKey = Literal["evidence-key", "source"]
 
 
+MERGED_VIEW = StepView("merged as duplicates (same evidence key)",
+                       ("evidence_key", "score", "reasons", "into"),
+                       merged_rows, "merged")
+"""How `explain` shows the step."""
+
+
 def dedup_by_evidence_key(candidates: Sequence[Candidate],
                           key: DedupKey = "evidence-key") -> list[Candidate]:
     """One candidate per evidence key, in ranking order.
@@ -45,6 +51,4 @@ def keyed_dedup(key: DedupKey = "evidence-key") -> CandidateStep:
     """
     return CandidateStep("KeyedDedup", partial(dedup_by_evidence_key, key=key),
                          DUPLICATES_MERGED,
-                         view=StepView("merged as duplicates (same evidence key)",
-                                       ("evidence_key", "score", "reasons", "into"), merged_rows,
-                                       "merged"))
+                         view=MERGED_VIEW)

@@ -38,6 +38,12 @@ class RrfSettings:
         return self.weights.get(reason.partition(":")[0], 1.0)
 
 
+FUSED_VIEW = StepView("fused (reciprocal rank fusion)",
+                      ("rank", "score", "evidence_key", "reasons"),
+                      ranked_rows, "fused", shown_empty=False)
+"""How `explain` shows the step."""
+
+
 def fuse_reciprocal_rank(candidates: Sequence[Candidate], rrf: RrfSettings) -> list[Candidate]:
     """One candidate per evidence key, scored sum(weight / (k + rank)) over the retrievers that
     found it; content and source from the retriever that ranked it best (ties: recall
@@ -67,6 +73,4 @@ def rrf_fusion(rrf: RrfSettings) -> CandidateStep:
         fused = candidates | CandidateStage(rrf_fusion(RrfSettings(k=60)))
     """
     return CandidateStep("RrfFusion", partial(fuse_reciprocal_rank, rrf=rrf),
-                         view=StepView("fused (reciprocal rank fusion)",
-                                       ("rank", "score", "evidence_key", "reasons"), ranked_rows,
-                                       "fused", shown_empty=False))
+                         view=FUSED_VIEW)

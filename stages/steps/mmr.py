@@ -28,6 +28,12 @@ MMR_LAMBDA = Bound("rag.mmr.lambda", ge=0, le=1)
 MMR_TOP = Bound("rag.mmr.top", ge=1, le=10_000)
 
 
+MMR_VIEW = StepView("removed for diversity (MMR)",
+                    ("rank", "evidence_key", "doc_id", "score"),
+                    dropped_rows, "diversified_away")
+"""How `explain` shows the step."""
+
+
 def diversified(candidates: Sequence[Candidate], query: EmbeddedQuery, lambda_: float,
                 top: int) -> list[Candidate]:
     """The `top` candidates MMR picks, in ranking order (all of them when there are no more).
@@ -87,6 +93,4 @@ def mmr_step(lambda_: float = 0.5, top: int = 5) -> CandidateStep:
     MMR_TOP.check(top)
     return CandidateStep("Mmr", partial(diversified, lambda_=lambda_, top=top),
                          DIVERSIFIED_AWAY, needs_query=True, needs_vectors=True,
-                         view=StepView("removed for diversity (MMR)",
-                                       ("rank", "evidence_key", "doc_id", "score"),
-                                       dropped_rows, "diversified_away"))
+                         view=MMR_VIEW)

@@ -15,6 +15,12 @@ from stages.support.counters import CAPPED
 MAX_CHUNKS_PER_DOCUMENT = Bound("rag.max-chunks-per-document", ge=1)
 
 
+CAPPED_VIEW = StepView("removed by the per-document cap",
+                       ("rank", "doc_id", "evidence_key", "score"),
+                       dropped_rows, "capped")
+"""How `explain` shows the step."""
+
+
 def cap_chunks_per_document(candidates: Sequence[Candidate], max_per_doc: int) -> list[Candidate]:
     """Keeps the top `max_per_doc` candidates of each `doc_id`, in ranking order.
 
@@ -49,6 +55,4 @@ def per_doc_cap(max_per_doc: int = 2) -> CandidateStep:
     """
     MAX_CHUNKS_PER_DOCUMENT.check(max_per_doc)
     return CandidateStep("PerDocCap", partial(cap_chunks_per_document, max_per_doc=max_per_doc),
-                         CAPPED, view=StepView("removed by the per-document cap",
-                                               ("rank", "doc_id", "evidence_key", "score"),
-                                               dropped_rows, "capped"))
+                         CAPPED, view=CAPPED_VIEW)

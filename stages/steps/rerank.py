@@ -29,6 +29,12 @@ class PairScorer(Protocol):
     def score(self, text: str, passages: Sequence[str]) -> list[float]: ...
 
 
+RERANK_VIEW = StepView("reranked (the model's scores)",
+                       ("rank", "score", "evidence_key", "reasons"),
+                       ordered_rows, "reranked")
+"""How `explain` shows the step."""
+
+
 def reranked(candidates: Sequence[Candidate], query: EmbeddedQuery, scorer: PairScorer,
              top: int) -> list[Candidate]:
     """The `top` best-ranked candidates with the scorer's scores, best first (ties by recall
@@ -55,7 +61,5 @@ def rerank_step(scorer: PairScorer, top: int = 20) -> CandidateStep:
     RERANK_TOP.check(top)
     return CandidateStep("Rerank", partial(reranked, scorer=scorer, top=top), needs_query=True,
                          needs_content=True, counters=(counters.NOT_RERANKED,),
-                         view=StepView("reranked (the model's scores)",
-                                       ("rank", "score", "evidence_key", "reasons"),
-                                       ordered_rows, "reranked"),
+                         view=RERANK_VIEW,
                          about=scorer.described() if hasattr(scorer, "described") else None)

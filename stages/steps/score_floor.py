@@ -10,6 +10,11 @@ from stages.models import Candidate
 from stages.step_views import StepView, dropped_rows
 from stages.support.counters import BELOW_MIN_SCORE
 
+FLOOR_VIEW = StepView("removed below rag.min-score",
+                      ("rank", "evidence_key", "score"),
+                      dropped_rows, "below_min_score", shown_empty=False)
+"""How `explain` shows the step."""
+
 
 def above_floor(candidates: Sequence[Candidate], min_score: float) -> list[Candidate]:
     """The candidates scoring at least `min_score`, in their order. The score is the block's:
@@ -27,6 +32,4 @@ def score_floor(min_score: float) -> CandidateStep:
     """
     return CandidateStep("ScoreFloor", partial(above_floor, min_score=min_score),
                          BELOW_MIN_SCORE,
-                         view=StepView("removed below rag.min-score",
-                                       ("rank", "evidence_key", "score"), dropped_rows,
-                                       "below_min_score", shown_empty=False))
+                         view=FLOOR_VIEW)

@@ -14,6 +14,12 @@ from stages.step_views import StepView, ordered_rows
 RETURN_N = Bound("rag.return-n", ge=1, le=10_000)
 
 
+KEPT_VIEW = StepView("kept by TopN",
+                     ("rank", "score", "evidence_key", "reasons"),
+                     ordered_rows, "kept")
+"""How `explain` shows the step."""
+
+
 def top_n(candidates: Sequence[Candidate], return_n: int) -> list[Candidate]:
     """The `return_n` best candidates in ranking order.
 
@@ -35,5 +41,4 @@ def top_n_step(return_n: int = 5) -> CandidateStep:
     """
     RETURN_N.check(return_n)
     return CandidateStep("TopN", partial(top_n, return_n=return_n),
-                         view=StepView("kept by TopN", ("rank", "score", "evidence_key", "reasons"),
-                                       ordered_rows, "kept"))
+                         view=KEPT_VIEW)

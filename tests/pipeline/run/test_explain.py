@@ -87,3 +87,14 @@ def test_explain_of_lexical_recall_embeds_nothing_and_finds_by_words(
     (retriever,) = explained["retrievers"]
     assert retriever.startswith("bm25")
     assert explained["result"]["evidence"][0]["evidence_key"].startswith("heapq.md#")
+
+
+def test_explain_as_json_has_every_steps_field_empty_where_the_step_did_not_run(
+        store: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["explain", "--query", "read a csv file", "--json", *store]) == 0
+    explained = json.loads(capsys.readouterr().out)
+    fields = [k for k in explained if k not in ("query", "retrievers", "result")]
+    assert fields == ["fused", "merged", "capped", "below_min_score", "diversified_away",
+                      "reranked", "kept"]
+    assert explained["fused"] == explained["below_min_score"] == [] and explained["kept"]
