@@ -81,6 +81,7 @@ def candidate_chain(rag: RagSettings) -> list[CandidateStep]:
     steps = [entry.built(rag) for entry in CANDIDATE_STEPS if entry.applies(rag)]
     for step, entry in zip(steps, (e for e in CANDIDATE_STEPS if e.applies(rag)), strict=True):
         assert step.name == entry.name, f"{entry.name} built a step named {step.name}"
+        assert entry.view in (None, step.view), f"{entry.name}'s entry names another view"
     return steps
 
 

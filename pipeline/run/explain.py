@@ -17,7 +17,7 @@ from pipeline.io.validation_messages import describe_validation_error
 from pipeline.run.chain import every_json_field
 from pipeline.run.trace import Traced, trace
 from stages.models import Candidate, DeadLetter, Query, QueryResult
-from stages.step_views import Row, StepView, dropped_view
+from stages.step_views import Row, StepView
 
 
 @dataclass(frozen=True)
@@ -40,10 +40,6 @@ class Explanation:
     result: QueryResult | None = None
     fields: list[str] = field(default_factory=list)
     """The JSON fields of every step of the chain, in order: one that did not run is empty."""
-
-    def rows_of(self, name: str) -> list[Row]:
-        """The rows step `name` showed (empty when it is not in the chain)."""
-        return next((step.rows for step in self.steps if step.name == name), [])
 
     def to_dict(self) -> dict[str, Any]:
         """Each step's rows under its view's field (a step without one: under `dropped_by`,
@@ -96,8 +92,7 @@ def _explain(settings: Settings, query: Query, port: KnowledgeSearchPort) -> Exp
     assert isinstance(traced, Traced)
     shown = []
     for step in traced.steps:  # the run's own chain (see `chain`)
-        view = step.view or dropped_view(step.name)
-        shown.append(ShownStep(step.name, view, view.rows(step.before, step.after)))
+        shown.append(ShownStep(step.name, step.view, step.view.rows(step.before, step.after)))
     return Explanation(query, _by_retriever(traced.recalled), shown, traced.result,
                        every_json_field())
 

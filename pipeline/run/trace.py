@@ -26,14 +26,14 @@ from stages.step_views import StepView
 
 @dataclass(frozen=True)
 class StageStep:
-    """One candidate stage on one query: its name (its Beam label) and
-    the candidates before and after it."""
+    """One candidate stage on one query: its name (its Beam label), the candidates before and
+    after it, and how `explain` shows it."""
 
     name: str
     before: list[Candidate]
     after: list[Candidate]
-    view: StepView | None = None
-    """How `explain` shows the step (see `CandidateStep.shown`)."""
+    view: StepView
+    """How `explain` shows the step (`CandidateStep.shown`)."""
 
 
 @dataclass(frozen=True)
