@@ -109,6 +109,11 @@ def check_filters(filters: dict[str, Any]) -> None:
             raise ValueError(f"{key!r} lists {len(value)} values; at most {MAX_FILTER_VALUES}")
 
 
+def is_valid_text(value: str) -> bool:
+    """Whether UTF-8 can encode `value` (`check_text` passes it)."""
+    return _SURROGATE.search(value) is None
+
+
 def check_text(value: str) -> str:
     """Raises ValueError for text that UTF-8 cannot encode (a lone surrogate)."""
     if _SURROGATE.search(value):
@@ -151,6 +156,27 @@ def _usable_vector(value: Any, handler: ValidatorFunctionWrapHandler) -> tuple[f
 
 _FLOATS = {float}
 _PLAIN_NUMBERS = {float, int}
+
+
+def plain_vector(value: Any) -> tuple[float, ...] | None:
+    """`value` as a `Vector` validates it, when it is a list of floats and ints (as JSON gives)
+    that `check_vector` passes and no component reaches 2**63 in magnitude (a float that
+    large may have been a long integer, which `loads` reads again); None for anything else,
+    whose validation then names what is wrong. The checks of a valid vector, without
+    pydantic's."""
+    if type(value) is not list or not 0 < len(value) <= MAX_VECTOR_LENGTH:
+        return None
+    kinds = set(map(type, value))
+    if not kinds <= _PLAIN_NUMBERS:
+        return None
+    try:
+        magnitude = float(np.abs(np.array(value, dtype=np.float64)).max())
+    except OverflowError:  # an integer beyond float64
+        return None
+    if not (magnitude < _OUTSIDE_INT64 and magnitude <= FLOAT32_MAX) or not np.float32(
+            magnitude):
+        return None
+    return tuple(value) if kinds == _FLOATS else tuple(map(float, value))
 
 
 Vector = Annotated[tuple[Component, ...], WrapValidator(_usable_vector)]

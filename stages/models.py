@@ -55,6 +55,21 @@ class Query(BaseModel):
         query._line_number = line_number  # a new object, not shared yet: no copy needed
         return query
 
+    @classmethod
+    def of_checked_vector(cls, query_id: str, vector: tuple[float, ...], line_number: int
+                          ) -> Query:
+        """The query `of_line` gives for `{"id": query_id, "vector": vector}` read from line
+        `line_number`, built without pydantic's validation: the caller checked both as the
+        validators do (`parse_query_line`, for the lines of a bulk run, where validation
+        costs as much as reading the line; a test holds the two to the same queries)."""
+        query = cls.__new__(cls)
+        object.__setattr__(query, "__dict__", {"id": query_id, "text": None, "vector": vector,
+                                               "vectors": None, "filters": {}})
+        object.__setattr__(query, "__pydantic_fields_set__", {"id", "vector"})
+        object.__setattr__(query, "__pydantic_extra__", None)
+        object.__setattr__(query, "__pydantic_private__", {"_line_number": line_number})
+        return query
+
     def from_line(self, line_number: int) -> Query:
         """This query, remembering its input line (not part of the query's JSON)."""
         copy = self.model_copy()

@@ -7,10 +7,17 @@ from json import JSONDecodeError
 from typing import Any
 
 import apache_beam as beam
+import orjson
 from apache_beam import pvalue
 from pydantic import ValidationError
 
-from core.input_limits import MAX_LINE_BYTES, loads
+from core.input_limits import (
+    MAX_LINE_BYTES,
+    MAX_LINE_CHARS,
+    is_valid_text,
+    loads,
+    plain_vector,
+)
 from pipeline.io.line_blocks import decode_line
 from pipeline.io.records import (
     InputRecord,
@@ -37,6 +44,38 @@ def parse_query_line(line_number: int, line: str | bytes | dict[str, Any] | Unre
                      ) -> Query | DeadLetter:
     """Parses one JSONL line (or a Parquet row, already a dict); any problem becomes a
     DeadLetter naming the field and value (a part the reader could not read, naming why)."""
+    if type(line) is bytes:
+        query = plain_vector_query(line_number, line)
+        if query is not None:
+            return query
+    return parsed_in_full(line_number, line)
+
+
+def plain_vector_query(line_number: int, line: bytes) -> Query | None:
+    """The query of a line that holds an id and a vector and nothing else, both valid, by
+    checks of its own (`plain_vector`); None for any other line, which `parsed_in_full`
+    reads."""
+    if len(line) > MAX_LINE_CHARS:
+        return None
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if type(data) is not dict or data.keys() != _ID_AND_VECTOR:
+        return None
+    query_id, vector = data["id"], plain_vector(data["vector"])
+    if vector is None or type(query_id) is not str or not query_id or not is_valid_text(
+            query_id):
+        return None
+    return Query.of_checked_vector(query_id, vector, line_number)
+
+
+_ID_AND_VECTOR = {"id", "vector"}
+
+
+def parsed_in_full(line_number: int, line: str | bytes | dict[str, Any] | Unreadable
+                   ) -> Query | DeadLetter:
+    """`parse_query_line` by the validation of every field."""
     if isinstance(line, OverlongLine | UnreadableRest):
         return DeadLetter(stage="parse", error=unreadable_reason(line, MAX_LINE_BYTES),
                           line_number=line_number)
