@@ -6,7 +6,7 @@ they cross the edge; what flows between the steps in between is plain frozen dat
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -22,6 +22,23 @@ from connectors.search_port import ChunkHit, ChunkHits, ContentRef, FilterValue
 from core.input_limits import Vector, check_filters, check_text
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def unvalidated(model: type[_Model], fields: dict[str, Any], fields_set: set[str] | None = None,
+                private: dict[str, Any] | None = None) -> _Model:
+    """A `model` holding `fields` (every field, in the model's order, each a value its
+    validation would keep as it is), built without validation: for records made of our own
+    values on the hot path, where validating them again costs more than the step that made
+    them. `fields_set`: the fields given (default: all); `private`: private attributes."""
+    record = model.__new__(model)
+    object.__setattr__(record, "__dict__", fields)
+    object.__setattr__(record, "__pydantic_fields_set__",
+                       set(fields) if fields_set is None else fields_set)
+    object.__setattr__(record, "__pydantic_extra__", None)
+    object.__setattr__(record, "__pydantic_private__", private)
+    return record
+
 
 
 class Query(BaseModel):
@@ -62,13 +79,9 @@ class Query(BaseModel):
         `line_number`, built without pydantic's validation: the caller checked both as the
         validators do (`parse_query_line`, for the lines of a bulk run, where validation
         costs as much as reading the line; a test holds the two to the same queries)."""
-        query = cls.__new__(cls)
-        object.__setattr__(query, "__dict__", {"id": query_id, "text": None, "vector": vector,
-                                               "vectors": None, "filters": {}})
-        object.__setattr__(query, "__pydantic_fields_set__", {"id", "vector"})
-        object.__setattr__(query, "__pydantic_extra__", None)
-        object.__setattr__(query, "__pydantic_private__", {"_line_number": line_number})
-        return query
+        return unvalidated(cls, {"id": query_id, "text": None, "vector": vector,
+                                 "vectors": None, "filters": {}}, {"id", "vector"},
+                           {"_line_number": line_number})
 
     def from_line(self, line_number: int) -> Query:
         """This query, remembering its input line (not part of the query's JSON)."""
@@ -227,9 +240,9 @@ def block_fields(candidate: Candidate, rank: int) -> dict[str, Any]:
                          "(FetchContent comes before Project)")
     return {"evidence_key": candidate.evidence_key, "doc_id": candidate.doc_id,
             "chunk_index": candidate.chunk_index, "source": candidate.source,
-            "content": candidate.content, "score": candidate.score,
-            "hit_reasons": candidate.hit_reasons, "retrievers": candidate.retrievers,
-            "rank": rank}
+            "content": candidate.content, "score": float(candidate.score),
+            "hit_reasons": tuple(candidate.hit_reasons),
+            "retrievers": tuple(candidate.retrievers), "rank": rank}
 
 
 class ProjectedItem(BaseModel):

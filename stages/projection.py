@@ -8,9 +8,12 @@ from typing import Annotated, Any, ClassVar, Protocol
 
 from core.params import PARAMS_CONFIG, Bound, Whole, check_bounds
 from stages.models import (
+    EvidenceBlock,
+    ProjectedItem,
     QueryCandidates,
     QueryResult,
     block_fields,
+    unvalidated,
 )
 from stages.ranking import ranked
 
@@ -73,13 +76,17 @@ def projected_fields(in_rank_order: Sequence[Evidence], budget: ProjectionBudget
 
 
 def assemble_result(element: QueryCandidates, budget: ProjectionBudget) -> QueryResult:
-    """Ranks a query's final candidates as evidence and adds their Agent projection; the
-    result is validated here, at the pipeline's edge, in one call.
+    """Ranks a query's final candidates as evidence and adds their Agent projection. Built
+    from the candidates' values without validation (`unvalidated`): they were validated where
+    they entered, and a test holds what is built to what validation gives.
 
     Raises:
         ValueError: a candidate's content was never read (FetchContent belongs before this).
     """
     in_order = ranked(element.candidates)
-    evidence = [block_fields(c, rank) for rank, c in enumerate(in_order, start=1)]
-    return QueryResult.model_validate({"query_id": element.query_id, "evidence": evidence,
-                                       "projected": projected_fields(in_order, budget)})
+    evidence = tuple(unvalidated(EvidenceBlock, block_fields(c, rank))
+                     for rank, c in enumerate(in_order, start=1))
+    projected = tuple(unvalidated(ProjectedItem, item)
+                      for item in projected_fields(in_order, budget))
+    return unvalidated(QueryResult, {"query_id": element.query_id, "evidence": evidence,
+                                     "projected": projected})
