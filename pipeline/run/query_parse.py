@@ -44,23 +44,26 @@ def parse_query_line(line_number: int, line: str | bytes | dict[str, Any] | Unre
                      ) -> Query | DeadLetter:
     """Parses one JSONL line (or a Parquet row, already a dict); any problem becomes a
     DeadLetter naming the field and value (a part the reader could not read, naming why)."""
-    if type(line) is bytes:
+    if type(line) is bytes or type(line) is dict:
         query = plain_vector_query(line_number, line)
         if query is not None:
             return query
     return parsed_in_full(line_number, line)
 
 
-def plain_vector_query(line_number: int, line: bytes) -> Query | None:
-    """The query of a line that holds an id and a vector and nothing else, both valid, by
-    checks of its own (`plain_vector`); None for any other line, which `parsed_in_full`
-    reads."""
-    if len(line) > MAX_LINE_CHARS:
+def plain_vector_query(line_number: int, line: bytes | dict[str, Any]) -> Query | None:
+    """The query of a line (or Parquet row) that holds an id and a vector and nothing else,
+    both valid, by checks of its own (`plain_vector`); None for any other line, which
+    `parsed_in_full` reads."""
+    if isinstance(line, dict):
+        data = line
+    elif len(line) > MAX_LINE_CHARS:
         return None
-    try:
-        data = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
+    else:
+        try:
+            data = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return None
     if type(data) is not dict or data.keys() != _ID_AND_VECTOR:
         return None
     query_id, vector = data["id"], plain_vector(data["vector"])

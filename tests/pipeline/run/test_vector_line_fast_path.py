@@ -63,6 +63,16 @@ def test_an_id_and_vector_line_parses_as_the_full_validation_parses_it(
         _same(fast, parsed_in_full(4, line))
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SHAPES)
+def test_a_parquet_row_of_an_id_and_a_vector_parses_as_the_full_validation_parses_it(
+        row: dict[str, object]) -> None:
+    fast = plain_vector_query(5, dict(row))
+    _same(parse_query_line(5, dict(row)), parsed_in_full(5, dict(row)))
+    if fast is not None:
+        _same(fast, parsed_in_full(5, dict(row)))
+
+
 def test_a_plain_vector_line_becomes_the_query_validation_gives() -> None:
     line = json.dumps({"id": "q1", "vector": [0.5, -1, 2.5e-3]}).encode()
     assert plain_vector_query(7, line) is not None  # read by the checks, not validation
