@@ -87,25 +87,6 @@ def cosines(vectors: np.ndarray, query: np.ndarray, rows: np.ndarray | None = No
     return scores
 
 
-def stacked_cosines(vectors: np.ndarray, queries: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """`cosines(vectors, queries[i], rows[i])` for each query `i`, to the bit: one stacked
-    product per `_STACKED_QUERIES` queries, which numpy hands to BLAS query by query as the
-    same matrix-vector product `cosines` asks for."""
-    plain = vectors.view(np.ndarray) if isinstance(vectors, np.memmap) else vectors
-    points = np.asarray(queries, dtype=np.float64)
-    scores = np.empty(rows.shape, dtype=np.float32)
-    for start in range(0, len(rows), _STACKED_QUERIES):
-        end = start + _STACKED_QUERIES
-        scores[start:end] = np.matmul(plain[rows[start:end]].astype(np.float64),
-                                      points[start:end, :, np.newaxis])[:, :, 0]
-    return scores
-
-
-_STACKED_QUERIES = 256
-"""Queries rescored in one product: their candidates in float64 take 256 x 28 x dim x 8
-bytes (22 MB at 384 dimensions)."""
-
-
 def exact_neighbours(vectors: np.ndarray, queries: np.ndarray, ks: list[int]) -> Neighbours:
     """The `ks[i]` rows most similar to `queries[i]` (unit rows), exactly, ties by lower row,
     scored by `cosines`: the same rows and scores whatever batch a query comes in.
@@ -120,18 +101,17 @@ def exact_neighbours(vectors: np.ndarray, queries: np.ndarray, ks: list[int]) ->
         return [(NO_ROWS, NO_ROWS.astype(np.float32)) for _ in ks]
     bounds, found = faiss.knn(np.ascontiguousarray(queries, dtype=np.float32), vectors,
                               wanted, metric=faiss.METRIC_INNER_PRODUCT)
-    candidates = found.astype(np.int64)
-    scores = stacked_cosines(vectors, queries, candidates)
-    orders = np.lexsort((candidates, -scores), axis=1)
     result: Neighbours = []
     for i, k in enumerate(ks):
-        order = orders[i, :min(k, rows)]
-        if len(order) and wanted < rows and scores[i, order[-1]] <= bounds[i, -1] + (
-                SCORE_TOLERANCE):
+        k = min(k, rows)
+        candidates = found[i].astype(np.int64)
+        scores = cosines(vectors, queries[i], candidates)
+        order = np.lexsort((candidates, -scores))[:k]
+        if k > 0 and wanted < rows and scores[order[-1]] <= bounds[i, -1] + SCORE_TOLERANCE:
             ((top, best),) = top_rows(cosines(vectors, queries[i])[np.newaxis, :], k)
             result.append((top, best))
             continue
-        result.append((candidates[i, order], scores[i, order]))
+        result.append((candidates[order], scores[order]))
     return result
 
 

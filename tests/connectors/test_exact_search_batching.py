@@ -7,12 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from connectors.embedded.vector_search import (
-    cosines,
-    exact_neighbours,
-    stacked_cosines,
-    subset_neighbours,
-)
+from connectors.embedded.vector_search import exact_neighbours, subset_neighbours
 from tests.builders import unit_vectors
 
 
@@ -43,17 +38,3 @@ def test_scores_are_the_cosines_to_float32_precision() -> None:
     assert scores.dtype == np.float32
     assert np.array_equal(scores, expected[rows].astype(np.float32))
     assert rows.tolist() == np.lexsort((np.arange(300), -expected.astype(np.float32))).tolist()
-
-
-def test_a_batch_of_candidates_is_scored_to_the_bit_as_each_query_alone() -> None:
-    vectors = unit_vectors(3000, dim=384)
-    queries = unit_vectors(300, dim=384, seed=9)  # more than one stacked product
-    rows = np.random.default_rng(4).integers(0, 3000, size=(300, 28))
-    stacked = stacked_cosines(vectors, queries, rows)
-    for i in range(300):
-        assert stacked[i].tobytes() == cosines(vectors, queries[i], rows[i]).tobytes()
-    # and in float64, before rounding: the same product, not one that rounds the same
-    alone = vectors[rows[7]].astype(np.float64) @ queries[7].astype(np.float64)
-    together = np.matmul(vectors[rows].astype(np.float64),
-                         queries.astype(np.float64)[:, :, np.newaxis])[7, :, 0]
-    assert together.tobytes() == alone.tobytes()
