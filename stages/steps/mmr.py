@@ -48,9 +48,11 @@ def diversified(candidates: Sequence[Candidate], query: EmbeddedQuery, lambda_: 
     relevance = np.max(rows @ _query_rows(query).T, axis=1)
     redundancy = np.full(len(pool), -np.inf)
     free = np.ones(len(pool), dtype=bool)
-    for _ in range(top):
-        penalty = np.where(np.isfinite(redundancy), redundancy, 0.0)
-        gain = np.where(free, lambda_ * relevance - (1 - lambda_) * penalty, -np.inf)
+    for step in range(top):
+        # the first pick is the most relevant whatever lambda is (at 0, every gain would be 0
+        # and the best-ranked would be picked instead)
+        gain = relevance if step == 0 else np.where(
+            free, lambda_ * relevance - (1 - lambda_) * redundancy, -np.inf)
         pick = int(np.argmax(gain))  # the first of equal gains: the better-ranked
         free[pick] = False
         redundancy = np.maximum(redundancy, rows @ rows[pick])

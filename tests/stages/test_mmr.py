@@ -92,4 +92,5 @@ def test_it_keeps_top_of_its_candidates_first_the_most_relevant(
     assert best in kept
     if lambda_ == 1.0:  # relevance alone: the `top` most relevant, as dense recall ranks them
         assert {c.evidence_key for c in kept} == {
-            c.evidence_key for c in ranked(pool)[:top]} or len(set(relevance)) < len(pool)
+            c.evidence_key for c in ranked(pool)[:top]} or len(set(relevance)) < len(pool) or (
+            len({c.score for c in pool}) < len(pool))  # recall scores that cannot tell them apart
