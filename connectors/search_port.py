@@ -167,6 +167,22 @@ class LateContentPort(ColumnPort, Protocol):
 
 
 @runtime_checkable
+class ParallelPort(ColumnPort, Protocol):
+    """A port that may be searched from several threads at once: Recall then searches that
+    many batches at a time, on worker threads, while its own thread answers the batches
+    before (a port without these methods is searched one batch at a time, on Recall's thread).
+
+    Contract: `parallel_searches()` is how many `search_chunks` calls may run at once (below
+    2: one at a time); `on_search_thread()` is called once on each thread before its first
+    search (the embedded store has faiss use one core there).
+    """
+
+    def parallel_searches(self) -> int: ...
+
+    def on_search_thread(self) -> None: ...
+
+
+@runtime_checkable
 class ContinuablePort(ColumnPort, Protocol):
     """A port that can search a few named chunks exactly: what a run continued from the
     previous night's candidates asks of the store (see `stages.continuation`).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import cast
+from typing import NamedTuple, cast
 
 from connectors.search_port import (
     ChunkHits,
@@ -40,6 +40,24 @@ def recall_batch(queries: Sequence[EmbeddedQuery], port: KnowledgeSearchPort, re
     """Recalls one batch: one port call for every sub-query of every query in it. A port that
     reads contents late (`LateContentPort`) answers without them. `with_query`: each hits
     carry their query (for a chain with a step that sees it)."""
+    asked = recall_requests(queries, retrieve_k, mode, max_sub_queries)
+    return recalled(asked, searched(port, asked), with_query)
+
+
+class RecallRequests(NamedTuple):
+    """A batch's queries, their sub-queries (or why they have none), and one search request
+    per sub-query with the query and sub-query it answers."""
+
+    queries: Sequence[EmbeddedQuery]
+    resolved: list[list[SubQuery] | RagEvidenceError]
+    requests: list[SearchRequest]
+    owners: list[tuple[int, SubQuery]]
+
+
+def recall_requests(queries: Sequence[EmbeddedQuery], retrieve_k: int,
+                    mode: RecallMode = "dense", max_sub_queries: int = DEFAULT_MAX_SUB_QUERIES
+                    ) -> RecallRequests:
+    """What `recall_batch` asks the port for `queries`."""
     RETRIEVE_K.check(retrieve_k)
     resolved = [resolve_sub_queries(q, mode, max_sub_queries) for q in queries]
     requests: list[SearchRequest] = []
@@ -51,14 +69,25 @@ def recall_batch(queries: Sequence[EmbeddedQuery], port: KnowledgeSearchPort, re
                 vector=sub.vector, text=sub.text, k=retrieve_k, filters=queries[i].query.filters))
             owners.append((i, sub))
     counters.count(counters.SEARCH_REQUESTS, len(requests))
+    return RecallRequests(queries, resolved, requests, owners)
+
+
+def searched(port: KnowledgeSearchPort, asked: RecallRequests) -> list[ChunkOutcome]:
+    """The port's outcome for each request; a failed batch fails each of its requests."""
     try:
-        outcomes = _search(port, requests) if requests else []
+        return _search(port, asked.requests) if asked.requests else []
     except KnowledgeSearchError as error:
-        _log.warning("search batch of %d requests failed: %s", len(requests), error)
-        outcomes = [error] * len(requests)
+        _log.warning("search batch of %d requests failed: %s", len(asked.requests), error)
+        return [error] * len(asked.requests)
+
+
+def recalled(asked: RecallRequests, outcomes: list[ChunkOutcome], with_query: bool = False
+             ) -> list[QueryHits | DeadLetter]:
+    """Each query's hits (or dead letter) from the port's outcomes for `asked`."""
+    queries = asked.queries
     found: list[list[tuple[SubQuery, ChunkHits]] | RagEvidenceError] = [
-        s if isinstance(s, RagEvidenceError) else [] for s in resolved]
-    for (i, sub), outcome in zip(owners, outcomes, strict=True):
+        s if isinstance(s, RagEvidenceError) else [] for s in asked.resolved]
+    for (i, sub), outcome in zip(asked.owners, outcomes, strict=True):
         current = found[i]
         if isinstance(current, RagEvidenceError):
             continue

@@ -3,6 +3,7 @@ queries, exact kNN over a filter's rows, and BM25; hits are (rows, scores), noth
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -39,6 +40,9 @@ class RowSearch:
         self._filters = filters
         self._lexical = lexical
         self._neighbours = neighbours or self._exact
+        # filters and BM25 read lazily built postings and a stemmer that is not thread-safe:
+        # searches from several threads (`EmbeddedStore.parallel_searches`) take turns there
+        self._one_at_a_time = threading.Lock()
 
     def search(self, requests: Sequence[SearchRequest]) -> list[RowOutcome]:
         empty = (np.empty(0, np.int64), np.empty(0, np.float32))
@@ -49,9 +53,10 @@ class RowSearch:
                  if r.vector is not None and self._fits(r, outcomes, i)]
         for start in range(0, len(dense), BLOCK_ROWS):
             self._search_block(requests, dense[start:start + BLOCK_ROWS], outcomes)
-        for i, request in enumerate(requests):
-            if request.text is not None:
-                outcomes[i] = self._lexical_top_k(request)
+        with self._one_at_a_time:
+            for i, request in enumerate(requests):
+                if request.text is not None:
+                    outcomes[i] = self._lexical_top_k(request)
         return outcomes
 
     def _fits(self, request: SearchRequest, outcomes: list[RowOutcome], i: int) -> bool:
@@ -77,13 +82,20 @@ class RowSearch:
             for row, (top, cosines) in zip(plain, self._neighbours(queries[plain], ks),
                                            strict=True):
                 outcomes[block[row]] = top, _reported(cosines)
-        for row, i in enumerate(block):
-            if requests[i].filters:
-                matching = self._filters.matching_rows(requests[i].filters)
-                assert matching is not None
-                top, cosines = subset_neighbours(self._vectors, queries[row], matching,
-                                                 requests[i].k)
-                outcomes[i] = top, _reported(cosines)
+        filtered = [(row, i) for row, i in enumerate(block) if requests[i].filters]
+        if filtered:
+            with self._one_at_a_time:
+                self._search_filtered(requests, filtered, queries, outcomes)
+
+    def _search_filtered(self, requests: Sequence[SearchRequest],
+                         filtered: list[tuple[int, int]], queries: np.ndarray,
+                         outcomes: list[RowOutcome]) -> None:
+        for row, i in filtered:
+            matching = self._filters.matching_rows(requests[i].filters)
+            assert matching is not None
+            top, cosines = subset_neighbours(self._vectors, queries[row], matching,
+                                             requests[i].k)
+            outcomes[i] = top, _reported(cosines)
 
     def search_among(self, requests: Sequence[SearchRequest], among: Sequence[np.ndarray],
                      above: Sequence[float], shared: np.ndarray = NO_ROWS) -> list[RowOutcome]:

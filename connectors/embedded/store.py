@@ -10,6 +10,7 @@ open store reads one version until it is closed, whatever `index` commits meanwh
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,7 +28,12 @@ from connectors.embedded.lexical import LexicalIndex
 from connectors.embedded.metadata_filter import FilterIndex
 from connectors.embedded.records_file import Records
 from connectors.embedded.row_search import RowOutcome, RowSearch
-from connectors.embedded.vector_search import DEFAULT_HNSW, HnswGraph, HnswParams
+from connectors.embedded.vector_search import (
+    DEFAULT_HNSW,
+    HnswGraph,
+    HnswParams,
+    one_core_per_search,
+)
 from connectors.embedded.version_parts import disagree, opened_parts
 from connectors.embedded.versions import VersionLease
 from connectors.embedder_port import EmbedderInfo
@@ -41,6 +47,10 @@ from connectors.search_port import (
     SearchRequest,
 )
 from core.errors import ConfigError, KnowledgeSearchError, StoreNotFoundError
+
+MAX_PARALLEL_SEARCHES = 8
+"""Exact searches at once at most: beyond a few, the pipeline's Python around them, on one
+thread, sets the pace, and each batch in flight holds its queries."""
 
 
 class EmbeddedStore:
@@ -69,6 +79,7 @@ class EmbeddedStore:
         self._records = records
         self._embedder = embedder
         self._identities = identities or RecordIdentities(records)
+        self._parallel = 1 if graph else min(os.cpu_count() or 1, MAX_PARALLEL_SEARCHES)
         self._rows = RowSearch(vectors, FilterIndex(records.metadata),
                                lexical or LexicalIndex(None, len(records)),
                                graph.neighbours if graph else None)
@@ -150,6 +161,17 @@ class EmbeddedStore:
 
     def search_chunks(self, requests: Sequence[SearchRequest]) -> list[ChunkOutcome]:
         return self._as_chunks(self._search_rows(requests))
+
+    def parallel_searches(self) -> int:
+        """How many threads may call `search_chunks` at once, each having called
+        `on_search_thread` first (see `ParallelPort`): one per core for exact search (at
+        most `MAX_PARALLEL_SEARCHES`); one with an HNSW graph, whose audit keeps state from
+        one search to the next."""
+        return self._parallel
+
+    def on_search_thread(self) -> None:
+        """Prepares a thread that searches beside others: faiss uses one core there."""
+        one_core_per_search()
 
     def search_among(self, requests: Sequence[SearchRequest], among: Sequence[Sequence[str]],
                      above: Sequence[float], shared: Sequence[str] = ()) -> list[ChunkOutcome]:

@@ -23,6 +23,15 @@ from core.params import PARAMS_CONFIG, Bound, Real, Whole, check_bounds
 faiss.cvar.distance_compute_blas_threshold = 16
 
 
+
+
+def one_core_per_search() -> None:
+    """Has faiss use one core for the searches of the calling thread (OpenMP's thread count
+    is the calling thread's): for threads that search at once, one per core, where faiss's
+    own threads would wait on each other whenever another search or Python takes a core."""
+    faiss.omp_set_num_threads(1)
+
+
 _HNSW = "search.embedded.hnsw."
 MAX_EF_SEARCH = 10_000
 AUTO_EF_START = 16

@@ -6,6 +6,9 @@ imported where a step first counts or a summary sums."""
 from __future__ import annotations
 
 import sys
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -76,8 +79,12 @@ INDEX_SUMMARY = (CHUNKS_ADDED, CHUNKS_UPDATED, CHUNKS_UNCHANGED, CHUNKS_DELETED,
 
 def count(name: str, amount: int = 1) -> None:
     """Adds `amount` to counter `name` inside a Beam DoFn or Map; outside any step (`explain`
-    calls the stages' functions without Beam) it counts nothing."""
+    calls the stages' functions without Beam) it counts nothing; inside `held`, it keeps it."""
     if amount:
+        kept = getattr(_held, "counts", None)
+        if kept is not None:
+            kept[name] = kept.get(name, 0) + amount
+            return
         counter = _COUNTERS.get(name)
         if counter is None:
             if "apache_beam" not in sys.modules:  # no step is running
@@ -91,6 +98,28 @@ def count(name: str, amount: int = 1) -> None:
 _COUNTERS: dict[str, Metrics.DelegatingCounter] = {}
 """One delegating counter per name: it finds the running step's metrics at each `inc`, so one
 object serves every step and thread (building one per call would cost more than counting)."""
+
+
+_held = threading.local()
+
+
+@contextmanager
+def held() -> Iterator[dict[str, int]]:
+    """What this thread counts inside the block, kept rather than counted: Beam's metrics
+    belong to the thread running the step, so a step's worker thread hands them back to it
+    (`count_all`)."""
+    counts: dict[str, int] = {}
+    _held.counts = counts
+    try:
+        yield counts
+    finally:
+        _held.counts = None
+
+
+def count_all(counts: Mapping[str, int]) -> None:
+    """Counts what a `held` block kept."""
+    for name, amount in counts.items():
+        count(name, amount)
 
 
 def totals(result: PipelineResult) -> dict[str, int]:

@@ -1,32 +1,40 @@
 """Recall as a Beam step: `recall_batch` over batches of queries, with the port owned by the
-step from `setup` to `teardown`."""
+step from `setup` to `teardown`; batches searched on worker threads where the port allows."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import apache_beam as beam
 
-from connectors.search_port import KnowledgeSearchPort, PortFactory
+from connectors.search_port import ChunkOutcome, KnowledgeSearchPort, PortFactory, can
 from core.errors import KnowledgeSearchError, RagEvidenceError
 from stages.candidate_state import asked_width, kept_state
 from stages.models import DeadLetter, EmbeddedQuery, QueryHits, dead_letter
-from stages.recall import DEFAULT_SEARCH_BATCH, recall_batch
+from stages.recall import (
+    DEFAULT_SEARCH_BATCH,
+    RecallRequests,
+    recall_requests,
+    recalled,
+    searched,
+)
 from stages.sub_queries import DEFAULT_MAX_SUB_QUERIES, RecallMode, resolve_sub_queries
 from stages.support import counters
 from stages.support.internal_errors import HandlesErrors
+from stages.support.look_ahead import LookAheadDoFn
 from stages.support.owning_dofn import OwningDoFn
-from stages.support.per_query import GuardedDoFn
 
 _log = logging.getLogger(__name__)
 
 
-class _RecallDoFn(OwningDoFn[KnowledgeSearchPort], GuardedDoFn):
+class _RecallDoFn(LookAheadDoFn, OwningDoFn[KnowledgeSearchPort]):
     """Owns the port from `setup` to `teardown`; a port that cannot be opened dead-letters
-    the batch, and is tried again at the next one, so that the job goes on. Answers
-    query by query; what it raises fails the whole batch."""
+    the batch, and is tried again at the next one, so that the job goes on. A port that can be
+    searched from several threads has its batches searched on worker threads while this one
+    answers those before (see `LookAheadDoFn`); what a search raises fails its whole batch."""
 
     output_type = QueryHits
 
@@ -50,13 +58,34 @@ class _RecallDoFn(OwningDoFn[KnowledgeSearchPort], GuardedDoFn):
             _log.warning("search port unavailable: %s", error)
             return error
 
-    def answers(self, batch: list[EmbeddedQuery]) -> list[QueryHits | DeadLetter]:
+    def parallel_calls(self) -> int:
+        """As many searches at once as the port allows (`parallel_searches`), else one at a
+        time on the step's thread."""
+        port = self._owned
+        return port.parallel_searches() if port is not None and can(  # type: ignore[attr-defined]
+            port, "parallel_searches") else 0
+
+    def worker_started(self) -> None:
+        port = self._owned
+        if port is not None and can(port, "on_search_thread"):
+            port.on_search_thread()  # type: ignore[attr-defined]
+
+    def started(self, batch: list[EmbeddedQuery]
+                ) -> Callable[[], tuple[RecallRequests, list[ChunkOutcome]]
+                              | KnowledgeSearchError]:
         port = self._open_port()
         if isinstance(port, KnowledgeSearchError):
-            return [dead_letter(q.query, "recall", port) for q in batch]
+            return lambda: port
         asked = asked_width(self._retrieve_k) if self._keeps_state else self._retrieve_k
-        results: list[Any] = recall_batch(batch, port, asked, self._mode,
-                                          self._max_sub_queries, self._with_query)
+        requests = recall_requests(batch, asked, self._mode, self._max_sub_queries)
+        return partial(_searched, port, requests)
+
+    def finished(self, batch: list[EmbeddedQuery],
+                 result: tuple[RecallRequests, list[ChunkOutcome]] | KnowledgeSearchError
+                 ) -> list[QueryHits | DeadLetter]:
+        if isinstance(result, KnowledgeSearchError):
+            return [dead_letter(q.query, "recall", result) for q in batch]
+        results: list[Any] = recalled(*result, with_query=self._with_query)
         if self._keeps_state:
             results = list(self._with_state(batch, results))
         counters.count(counters.CANDIDATES,
@@ -77,6 +106,11 @@ class _RecallDoFn(OwningDoFn[KnowledgeSearchPort], GuardedDoFn):
             yield cut._replace(query=result.query) if result.query is not None else cut
             if state is not None:
                 yield beam.pvalue.TaggedOutput(STATE, state)
+
+
+def _searched(port: KnowledgeSearchPort, requests: RecallRequests
+              ) -> tuple[RecallRequests, list[ChunkOutcome]]:
+    return requests, searched(port, requests)
 
 
 STATE = "state"
