@@ -71,7 +71,7 @@ def projected_fields(in_rank_order: Sequence[Evidence], budget: ProjectionBudget
         content = (block.content or "")[: min(budget.max_chars_per_item, remaining)]
         remaining -= len(content)
         items.append({"document_id": block.evidence_key, "source": block.source,
-                      "content": content, "score": block.score})
+                      "content": content, "score": float(block.score)})
     return items
 
 
