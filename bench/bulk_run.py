@@ -29,7 +29,7 @@ import numpy as np
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bulk_scale beside this file
-from bulk_scale import build_store, write_queries
+from bulk_scale import bench_store, write_queries
 
 
 def _vectors(queries: Path) -> np.ndarray:
@@ -107,10 +107,7 @@ def main() -> None:
         return child_raw(args)
 
     work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-    args.store = work / f"store-{args.chunks}-{args.dim}-flat"
-    if not (args.store / "manifest.json").is_file():
-        build_store(args.store, args.chunks, args.dim, "flat")
+    args.store = bench_store(work, args.chunks, args.dim, "flat")
     args.queries = work / f"queries-{args.size}.jsonl"
     if not args.queries.is_file():
         write_queries(args.queries, args.size, args.dim)

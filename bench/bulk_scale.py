@@ -77,6 +77,18 @@ def build_store(path: Path, chunks: int, dim: int, index: str, words: Sequence[s
     return target.commit()
 
 
+def bench_store(work: Path, chunks: int, dim: int, index: str) -> Path:
+    """The bench's store in `work`, built (and said so) the first time it is asked for."""
+    work.mkdir(parents=True, exist_ok=True)
+    store = work / f"store-{chunks}-{dim}-{index}"
+    if not (store / "manifest.json").is_file():
+        started = time.monotonic()
+        note = build_store(store, chunks, dim, index)
+        print(f"built {index} store: {chunks} x {dim} in {time.monotonic() - started:.0f}s; "
+              f"{note or 'exact search'}", flush=True)
+    return store
+
+
 def query_vectors(size: int, dim: int) -> np.ndarray:
     return _clustered(size, dim, seed=2 + size)
 
@@ -158,13 +170,7 @@ def main() -> None:
         return child_raw(args)
 
     work = Path(args.work)
-    work.mkdir(parents=True, exist_ok=True)
-    args.store = work / f"store-{args.chunks}-{args.dim}-{args.index}"
-    if not (args.store / "manifest.json").is_file():
-        started = time.monotonic()
-        note = build_store(args.store, args.chunks, args.dim, args.index)
-        print(f"built {args.index} store: {args.chunks} x {args.dim} in "
-              f"{time.monotonic() - started:.0f}s; {note or 'exact search'}")
+    args.store = bench_store(work, args.chunks, args.dim, args.index)
     if args.index == "hnsw":
         print(_hnsw_recall(args), flush=True)
     rows = []
