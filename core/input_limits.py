@@ -37,8 +37,13 @@ _OUTSIDE_INT64 = 2.0**63
 """orjson reads a whole number outside 64 bits as a float, always at least this large."""
 
 
-def loads(text: str) -> Any:
-    """`json.loads` within the limits above.
+UNREAD: Any = object()
+"""What `loads` is given when nothing read the line before it."""
+
+
+def loads(text: str, read: Any = UNREAD) -> Any:
+    """`json.loads` within the limits above; `read`: orjson's value of `text`, when the
+    caller has it already (the line is not read again).
 
     Raises:
         ValueError: a message naming the limit or the JSON error, for a dead letter.
@@ -46,7 +51,7 @@ def loads(text: str) -> Any:
     if len(text) > MAX_LINE_CHARS:
         raise ValueError(f"line has {len(text)} characters; at most {MAX_LINE_CHARS} are read")
     try:
-        value = _fast_loads(text)
+        value = _fast_loads(text) if read is UNREAD else _as_json_reads_it(read)
     except (orjson.JSONDecodeError, _NeedsStandardParser):
         value = _standard_loads(text)
     if text.count("[") + text.count("{") > MAX_NESTING:  # else it cannot nest that deep
@@ -62,7 +67,11 @@ def _fast_loads(text: str) -> Any:
     """orjson (for lines of vectors; docs/benchmarks.md), where it reads a line exactly as
     `json` does; anything it refuses goes to `json`, whose errors and extensions (NaN) stay
     the contract."""
-    value = orjson.loads(text)
+    return _as_json_reads_it(orjson.loads(text))
+
+
+def _as_json_reads_it(value: Any) -> Any:
+    """orjson's `value`, unless it may differ from what `json` reads (see below)."""
     if _may_hold_a_long_integer(value):
         raise _NeedsStandardParser
     return value

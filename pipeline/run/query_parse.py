@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from core.input_limits import (
     MAX_LINE_BYTES,
     MAX_LINE_CHARS,
+    UNREAD,
     is_valid_text,
     loads,
     plain_vector,
@@ -43,12 +44,20 @@ _SHOWN_CHARS = 10_000
 def parse_query_line(line_number: int, line: str | bytes | dict[str, Any] | Unreadable
                      ) -> Query | DeadLetter:
     """Parses one JSONL line (or a Parquet row, already a dict); any problem becomes a
-    DeadLetter naming the field and value (a part the reader could not read, naming why)."""
-    if type(line) is bytes or type(line) is dict:
-        query = plain_vector_query(line_number, line)
-        if query is not None:
-            return query
-    return parsed_in_full(line_number, line)
+    DeadLetter naming the field and value (a part the reader could not read, naming why).
+    A line is read by orjson once: what is not a plain id-and-vector query goes on to the
+    full validation with what orjson read."""
+    if type(line) is dict:
+        plain = _plain_query(line_number, line)
+        return plain if plain is not None else parsed_in_full(line_number, line)
+    if type(line) is not bytes or len(line) > MAX_LINE_CHARS:
+        return parsed_in_full(line_number, line)
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return parsed_in_full(line_number, line)
+    plain = _plain_query(line_number, data)
+    return plain if plain is not None else parsed_in_full(line_number, line, data)
 
 
 def plain_vector_query(line_number: int, line: bytes | dict[str, Any]) -> Query | None:
@@ -56,14 +65,16 @@ def plain_vector_query(line_number: int, line: bytes | dict[str, Any]) -> Query 
     both valid, by checks of its own (`plain_vector`); None for any other line, which
     `parsed_in_full` reads."""
     if isinstance(line, dict):
-        data = line
-    elif len(line) > MAX_LINE_CHARS:
+        return _plain_query(line_number, line)
+    if len(line) > MAX_LINE_CHARS:
         return None
-    else:
-        try:
-            data = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return None
+    try:
+        return _plain_query(line_number, orjson.loads(line))
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _plain_query(line_number: int, data: Any) -> Query | None:
     if type(data) is not dict or data.keys() != _ID_AND_VECTOR:
         return None
     query_id, vector = data["id"], plain_vector(data["vector"])
@@ -76,9 +87,10 @@ def plain_vector_query(line_number: int, line: bytes | dict[str, Any]) -> Query 
 _ID_AND_VECTOR = {"id", "vector"}
 
 
-def parsed_in_full(line_number: int, line: str | bytes | dict[str, Any] | Unreadable
-                   ) -> Query | DeadLetter:
-    """`parse_query_line` by the validation of every field."""
+def parsed_in_full(line_number: int, line: str | bytes | dict[str, Any] | Unreadable,
+                   read: Any = UNREAD) -> Query | DeadLetter:
+    """`parse_query_line` by the validation of every field; `read`: orjson's value of the
+    line, when it was read already."""
     if isinstance(line, OverlongLine | UnreadableRest):
         return DeadLetter(stage="parse", error=unreadable_reason(line, MAX_LINE_BYTES),
                           line_number=line_number)
@@ -91,7 +103,7 @@ def parsed_in_full(line_number: int, line: str | bytes | dict[str, Any] | Unread
         shown = line[:_SHOWN_CHARS].decode("utf-8", errors="backslashreplace")
         return DeadLetter(stage="parse", error=str(error), line_number=line_number, input=shown)
     try:
-        data = loads(text)
+        data = loads(text, read)
     except ValueError as error:
         # the column within the line: the dead letter has the file's line number already
         reason = (f"line is not JSON: {error.msg} at column {error.pos + 1}"
