@@ -13,6 +13,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline.io import single_file_sink
 from pipeline.io.single_file_sink import ParquetRows, TextLines, WriteToSingleFile, write_part
 
 MULTI = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
@@ -60,3 +61,44 @@ def test_a_part_written_at_once_holds_each_line_as_one_by_one(lines: list[str | 
         one_by_one = b"".join((line.encode() if isinstance(line, str) else line) + b"\n"
                               for line in lines)
     assert at_once == one_by_one
+
+
+_LINE = st.binary(max_size=40).filter(lambda b: b"\n" not in b)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(_LINE, st.lists(_LINE, max_size=5)), max_size=30))
+def test_lines_written_one_by_one_and_at_once_land_in_order(writes: list[bytes | list[bytes]]
+                                                             ) -> None:
+    # a part gathers lines and hands them on in pieces (here every 64 bytes): whatever the
+    # mix of single lines and batches, the part holds each line once, in the order given
+    expected = b"".join(line + b"\n" for w in writes for line in (w if isinstance(w, list)
+                                                                   else [w]))
+    with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(single_file_sink, "_PENDING_BYTES", 64)
+        path = Path(folder) / "part"
+        part = TextLines().open_part(path.open("wb"))
+        for w in writes:
+            part.write_all(w) if isinstance(w, list) else part.write(w)
+        part.close()
+        assert path.read_bytes() == expected
+
+
+def test_a_lone_part_becomes_the_file_by_rename(tmp_path: Path) -> None:
+    # one bundle, one part: the part itself is renamed over the file (no copy of a bulk
+    # run's output at its end)
+    out = tmp_path / "out.jsonl"
+    seen: list[tuple[str, int]] = []
+    real_rename = single_file_sink.FileSystems.rename
+
+    def rename(sources: list[str], destinations: list[str]) -> None:
+        seen.extend((Path(s).name[:5], Path(s).stat().st_ino) for s in sources)
+        real_rename(sources, destinations)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(single_file_sink.FileSystems, "rename", rename)
+        with beam.Pipeline() as pipeline:
+            _ = pipeline | beam.Create(["a", "b"]) | WriteToSingleFile(str(out), TextLines())
+    assert out.read_bytes() == b"a\nb\n"
+    assert seen == [("part-", out.stat().st_ino)]
+    assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
