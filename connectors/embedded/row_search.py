@@ -36,7 +36,8 @@ class RowSearch:
 
     def __init__(self, vectors: np.ndarray, filters: FilterIndex, lexical: LexicalIndex,
                  neighbours: Neighbours | None = None) -> None:
-        self._vectors = vectors
+        # a plain view: a memory map's indexing (the rows a search rescores) goes through Python
+        self._vectors = vectors.view(np.ndarray) if isinstance(vectors, np.memmap) else vectors
         self._filters = filters
         self._lexical = lexical
         self._neighbours = neighbours or self._exact
@@ -117,7 +118,7 @@ class RowSearch:
         if not dense:
             return outcomes
         queries, usable = unit_rows([requests[i].vector or () for i in dense])
-        vectors = self._rows_view()
+        vectors = self._vectors
         rough_shared = queries @ np.asarray(vectors[shared], dtype=np.float32).T
         floors = 2.0 * np.asarray([above[i] for i in dense], dtype=np.float64) - 1.0 - (
             SCORE_TOLERANCE)
@@ -158,14 +159,9 @@ class RowSearch:
     def scores_of(self, queries: np.ndarray, rows: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Each unit query's exact scores (reported scale) of its `rows`, as `search_among`
         scores them."""
-        vectors = self._rows_view()
+        vectors = self._vectors
         return [_reported(cosines(vectors, query, named))
                 for query, named in zip(queries, rows, strict=True)]
-
-    def _rows_view(self) -> np.ndarray:
-        """The vectors as a plain array (a memory map's indexing costs more per call)."""
-        vectors = self._vectors
-        return vectors.view(np.ndarray) if isinstance(vectors, np.memmap) else vectors
 
     def vectors_of(self, rows: np.ndarray) -> np.ndarray:
         """The unit float32 vectors of `rows`, as `search_among` scores them roughly."""
