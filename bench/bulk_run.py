@@ -28,6 +28,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from stages.recall import DEFAULT_SEARCH_BATCH
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bulk_scale beside this file
 from bulk_scale import bench_store, write_queries
 
@@ -94,7 +96,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=20_000, help="queries")
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--k", type=int, default=20)
-    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=DEFAULT_SEARCH_BATCH,
+                        help="queries per search call (default: the run's)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--work", default="/tmp/rag-evidence-bulk")
     parser.add_argument("--store", type=Path)

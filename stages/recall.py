@@ -29,9 +29,9 @@ from stages.support import counters
 _log = logging.getLogger(__name__)
 RETRIEVE_K = Bound("rag.retrieve-k", ge=1, le=10_000)
 SEARCH_BATCH = Bound("search.batch-size", ge=1, le=10_000)
-DEFAULT_SEARCH_BATCH = 256
+DEFAULT_SEARCH_BATCH = 1024
 """Queries per port call: an exact kNN reads every row once per batch, so larger batches cost
-less a query (docs/benchmarks.md)."""
+less a query, up to the last batches, which fewer searches share (docs/benchmarks.md)."""
 
 
 def recall_batch(queries: Sequence[EmbeddedQuery], port: KnowledgeSearchPort, retrieve_k: int,
