@@ -16,6 +16,7 @@ from stages.candidate_state import asked_width, kept_state
 from stages.models import DeadLetter, EmbeddedQuery, QueryHits, dead_letter
 from stages.recall import (
     DEFAULT_SEARCH_BATCH,
+    SEARCH_BATCH,
     RecallRequests,
     recall_requests,
     recalled,
@@ -40,8 +41,9 @@ class _RecallDoFn(LookAheadDoFn, OwningDoFn[KnowledgeSearchPort]):
 
     def __init__(self, port_factory: PortFactory, retrieve_k: int, mode: RecallMode,
                  max_sub_queries: int, keeps_state: bool = False,
-                 with_query: bool = False) -> None:
+                 with_query: bool = False, batch_size: int = DEFAULT_SEARCH_BATCH) -> None:
         super().__init__(port_factory)
+        self._batch_size = batch_size
         self._with_query = with_query
         self._retrieve_k = retrieve_k
         self._keeps_state = keeps_state
@@ -50,6 +52,9 @@ class _RecallDoFn(LookAheadDoFn, OwningDoFn[KnowledgeSearchPort]):
 
     def setup(self) -> None:
         self._open_port()
+
+    def gathers(self) -> int:
+        return self._batch_size
 
     def _open_port(self) -> KnowledgeSearchPort | KnowledgeSearchError:
         try:
@@ -136,11 +141,10 @@ class Recall(HandlesErrors,
                  max_sub_queries: int = DEFAULT_MAX_SUB_QUERIES,
                  keeps_state: bool = False, with_query: bool = False) -> None:
         super().__init__()
+        SEARCH_BATCH.check(batch_size)
         self._fn = _RecallDoFn(port_factory, retrieve_k, mode, max_sub_queries, keeps_state,
-                               with_query)
-        self._batch_size = batch_size
+                               with_query, batch_size)
 
     def expand(self, queries: beam.PCollection[EmbeddedQuery]) -> beam.pvalue.DoOutputsTuple:
-        batches = queries | "Batch" >> beam.BatchElements(min_batch_size=self._batch_size,
-                                                          max_batch_size=self._batch_size)
-        return self._guarded_step(batches, "Search", self._fn, main="hits", tags=(STATE,))
+        # the queries are gathered into batches by the step itself (`LookAheadDoFn.gathers`)
+        return self._guarded_step(queries, "Search", self._fn, main="hits", tags=(STATE,))

@@ -8,12 +8,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import apache_beam as beam
 import numpy as np
+import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms.error_handling import CollectingErrorHandler
+from apache_beam.transforms.window import FixedWindows, TimestampedValue
 
 from connectors.embedded.store import EmbeddedStore
 from connectors.search_port import ChunkOutcome, SearchRequest
@@ -71,8 +74,8 @@ class _WatchedStore:
 
 def _read(query: EmbeddedQuery) -> EmbeddedQuery:
     _read_upstream["count"] += 1
-    # Beam's BatchElements hands on a full batch when the element after it arrives: the
-    # element after the second batch arrives only if the first is searched off this thread
+    # Recall gathers a batch and starts its search at the batch's last query: the query
+    # after the second batch is read only if the first is searched off this thread
     if _read_upstream["count"] > 2 * BATCH:
         _upstream_ran_on.set()
     return query
@@ -170,3 +173,33 @@ def test_a_search_that_raises_fails_its_own_batch_and_its_counts_are_kept(
     totals = counters.totals(p.result)
     assert totals[counters.DELTA_CHUNKS] == 2 * BATCH
     assert totals[counters.INTERNAL_ERRORS] == BATCH
+
+
+class _OneAtATime(_WatchedStore):
+    """The embedded store, searched on Recall's own thread."""
+
+    def search_chunks(self, requests: Sequence[SearchRequest]) -> list[ChunkOutcome]:
+        return self._store.search_chunks(requests)
+
+
+def _in_window(hits: QueryHits, window: Any = beam.DoFn.WindowParam) -> tuple[str, int]:
+    return hits.query_id, int(window.start)
+
+
+@pytest.mark.parametrize("parallel", [2, 1], ids=["worker threads", "the step's thread"])
+def test_queries_are_gathered_into_batches_by_window_and_keep_their_window(
+        tmp_path: Path, parallel: int) -> None:
+    # 7 queries in windows [0, 10) and [10, 20), interleaved, in batches of 3: each batch
+    # holds one window's queries, full ones as they fill and the rest at the bundle's end
+    vectors = unit_vectors(40, dim=DIM)
+    open_store = embedded_store(tmp_path, chunk_records(vectors))
+    queries = _queries(vectors, 7)
+    seconds = [1, 12, 2, 13, 3, 4, 14]
+    with TestPipeline() as p:
+        timed = (p | beam.Create(list(zip(queries, seconds, strict=True)))
+                 | beam.Map(lambda pair: TimestampedValue(*pair))
+                 | beam.WindowInto(FixedWindows(10)))
+        outputs = timed | Recall(lambda: _OneAtATime(open_store(), parallel), retrieve_k=5,
+                                 batch_size=3)
+        assert_that(outputs.hits | beam.Map(_in_window),
+                    equal_to([(f"q{i}", 0 if s < 10 else 10) for i, s in enumerate(seconds)]))
