@@ -98,9 +98,11 @@ class LookAheadDoFn(GuardedDoFn):
             del self._gathering[window]
             yield from self._started(gathered, window, window.max_timestamp())
 
-    def _started(self, element: Any, window: Any, timestamp: Any) -> Iterator[Any]:
+    def _started(self, element: Any, window: Any, timestamp: Any, in_flight: int = 0
+                 ) -> Iterator[Any]:
         """Starts `element`'s call; its outputs, or those of the elements before it whose
-        calls are done, each in its element's window."""
+        calls are done, each in its element's window. Up to `in_flight` calls (at least as
+        many as may run at once) are left in flight."""
         calls = self.parallel_calls()
         if calls < 2:
             yield from _windowed(super().process(element), window, timestamp)
@@ -119,14 +121,19 @@ class LookAheadDoFn(GuardedDoFn):
             self._in_flight = deque()
         self._in_flight.append(_InFlight(element, self._worker.submit(_held_counts, call),
                                          window, timestamp))
-        while len(self._in_flight) > calls:  # every worker busy while this thread answers
+        while len(self._in_flight) > max(calls, in_flight):  # every worker busy meanwhile
             done = self._in_flight.popleft()
             yield from _windowed(self._outputs(done), done.window, done.timestamp)
 
     def finish_bundle(self) -> Iterator[Any]:
         gathering, self._gathering = self._gathering or {}, {}
         for window, gathered in gathering.items():
-            yield from self._started(gathered, window, window.max_timestamp())
+            # the last list is cut into small shares, all started at once, that the workers
+            # take as each frees: on one worker, the others would wait for it idle
+            shares = _shares(gathered, _SHARES_PER_CALL * self.parallel_calls())
+            for part in shares:
+                yield from self._started(part, window, window.max_timestamp(),
+                                         in_flight=len(shares) + self.parallel_calls())
         while self._in_flight:
             last = self._in_flight.popleft()
             yield from _windowed(self._outputs(last), last.window, last.timestamp)
@@ -155,6 +162,17 @@ class LookAheadDoFn(GuardedDoFn):
         for held in ("_worker", "_in_flight", "_gathering"):
             state.pop(held, None)
         return state
+
+
+_SHARES_PER_CALL = 4
+
+
+def _shares(gathered: list[Any], calls: int) -> list[list[Any]]:
+    """`gathered` cut into `calls` lists of nearly equal length, in order (one if calls < 2)."""
+    parts = min(max(calls, 1), len(gathered))
+    size, more = divmod(len(gathered), parts)
+    cuts = [i * size + min(i, more) for i in range(parts + 1)]
+    return [gathered[cuts[i]:cuts[i + 1]] for i in range(parts)]
 
 
 def _windowed(outputs: Iterable[Any], window: Any, timestamp: Any) -> Iterator[Any]:

@@ -17,6 +17,8 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms.error_handling import CollectingErrorHandler
 from apache_beam.transforms.window import FixedWindows, TimestampedValue
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from connectors.embedded.store import EmbeddedStore
 from connectors.search_port import ChunkOutcome, SearchRequest
@@ -24,6 +26,7 @@ from stages.models import EmbeddedQuery, Query, QueryHits
 from stages.recall import recall_batch
 from stages.support import counters
 from stages.support.internal_errors import InternalDeadLetters
+from stages.support.look_ahead import _shares
 from stages.transforms.recall import Recall
 from tests.builders import chunk_records, embedded_store, unit_vectors
 
@@ -35,6 +38,7 @@ _overlaps: list[bool] = []
 _prepared_threads: list[str] = []
 _counting = threading.Lock()
 _search_threads: list[str] = []
+_request_sizes: list[int] = []
 
 
 def _queries(vectors: np.ndarray, count: int) -> list[EmbeddedQuery]:
@@ -203,3 +207,40 @@ def test_queries_are_gathered_into_batches_by_window_and_keep_their_window(
                                  batch_size=3)
         assert_that(outputs.hits | beam.Map(_in_window),
                     equal_to([(f"q{i}", 0 if s < 10 else 10) for i, s in enumerate(seconds)]))
+
+
+class _CountsRequests(_OneAtATime):
+    """The embedded store, noting how many queries each search holds."""
+
+    def search_chunks(self, requests: Sequence[SearchRequest]) -> list[ChunkOutcome]:
+        with _counting:
+            _request_sizes.append(len(requests))
+        return self._store.search_chunks(requests)
+
+
+def test_the_last_batch_is_shared_among_the_workers(tmp_path: Path) -> None:
+    # batches of 9: one full, then 8 queries left at the bundle's end; on one worker the
+    # other would wait idle, so they go in 4 shares per worker (8 shares of 1 here)
+    vectors = unit_vectors(40, dim=DIM)
+    open_store = embedded_store(tmp_path, chunk_records(vectors))
+    queries = _queries(vectors, 9 + 8)
+    expected = [(r.query_id, tuple(h.hit.id for h in r.hits))
+                for r in recall_batch(queries, open_store(), 5) if isinstance(r, QueryHits)]
+    _request_sizes.clear()
+    with TestPipeline() as p:
+        outputs = p | beam.Create(queries) | Recall(
+            lambda: _CountsRequests(open_store(), 2), retrieve_k=5, batch_size=9)
+        assert_that(outputs.hits | beam.Map(lambda r: (r.query_id,
+                                                       tuple(h.hit.id for h in r.hits))),
+                    equal_to(expected))
+    assert sorted(_request_sizes) == [1] * 8 + [9]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=1, max_value=300), st.integers(min_value=0, max_value=40))
+def test_shares_keep_every_item_in_order_and_differ_by_one_at_most(items: int,
+                                                                   calls: int) -> None:
+    shares = _shares(list(range(items)), calls)
+    assert [x for share in shares for x in share] == list(range(items))
+    assert len(shares) == min(max(calls, 1), items)
+    assert max(map(len, shares)) - min(map(len, shares)) <= 1
