@@ -32,6 +32,7 @@ from connectors.chunk_writer_port import ChunkTarget
 from connectors.embedded.layout import HNSW_FILE, VECTORS_FILE
 from connectors.embedded.store import EmbeddedStore
 from connectors.embedded.vector_search import HnswGraph, HnswParams, exact_neighbours
+from connectors.embedded.versions import CURRENT_FILE
 from connectors.embedded.writer import EmbeddedStoreTarget
 from connectors.search_port import SearchRequest
 
@@ -81,7 +82,7 @@ def bench_store(work: Path, chunks: int, dim: int, index: str) -> Path:
     """The bench's store in `work`, built (and said so) the first time it is asked for."""
     work.mkdir(parents=True, exist_ok=True)
     store = work / f"store-{chunks}-{dim}-{index}"
-    if not (store / "manifest.json").is_file():
+    if not (store / CURRENT_FILE).is_file():  # a store names its current version last
         started = time.monotonic()
         note = build_store(store, chunks, dim, index)
         print(f"built {index} store: {chunks} x {dim} in {time.monotonic() - started:.0f}s; "

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from connectors.chunk_record import ChunkRecord
+from connectors.embedded.versions import CURRENT_FILE
 from connectors.embedded.writer import write_store
 
 
@@ -72,7 +73,7 @@ def main() -> None:
     if args.kind == "child":
         return child(args.store, args.dim)
     store = Path(args.work) / f"store-{args.chunks}-{args.dim}"
-    if not (store / "manifest.json").is_file():
+    if not (store / CURRENT_FILE).is_file():  # a store names its current version last
         started = time.perf_counter()
         write_store(store, _records(args.chunks, args.dim))
         print(f"built store: {args.chunks} x {args.dim} in {time.perf_counter() - started:.0f}s")
