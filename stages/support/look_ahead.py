@@ -127,13 +127,14 @@ class LookAheadDoFn(GuardedDoFn):
 
     def finish_bundle(self) -> Iterator[Any]:
         gathering, self._gathering = self._gathering or {}, {}
+        calls = self.parallel_calls()
         for window, gathered in gathering.items():
-            # the last list is cut into small shares, all started at once, that the workers
-            # take as each frees: on one worker, the others would wait for it idle
-            shares = _shares(gathered, _SHARES_PER_CALL * self.parallel_calls())
+            # with workers, the last list is cut into small shares, all started at once, that
+            # they take as each frees: on one worker, the others would wait for it idle
+            shares = _shares(gathered, _SHARES_PER_CALL * calls) if calls > 1 else [gathered]
             for part in shares:
                 yield from self._started(part, window, window.max_timestamp(),
-                                         in_flight=len(shares) + self.parallel_calls())
+                                         in_flight=len(shares) + calls)
         while self._in_flight:
             last = self._in_flight.popleft()
             yield from _windowed(self._outputs(last), last.window, last.timestamp)
@@ -168,7 +169,7 @@ _SHARES_PER_CALL = 4
 
 
 def _shares(gathered: list[Any], calls: int) -> list[list[Any]]:
-    """`gathered` cut into `calls` lists of nearly equal length, in order (one if calls < 2)."""
+    """`gathered` cut into `calls` lists of nearly equal length, in order."""
     parts = min(max(calls, 1), len(gathered))
     size, more = divmod(len(gathered), parts)
     cuts = [i * size + min(i, more) for i in range(parts + 1)]

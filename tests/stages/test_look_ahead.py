@@ -244,3 +244,16 @@ def test_shares_keep_every_item_in_order_and_differ_by_one_at_most(items: int,
     assert [x for share in shares for x in share] == list(range(items))
     assert len(shares) == min(max(calls, 1), items)
     assert max(map(len, shares)) - min(map(len, shares)) <= 1
+
+
+def test_without_workers_the_last_batch_is_searched_whole(tmp_path: Path) -> None:
+    # a port searched on the step's thread (HNSW, whose first batch calibrates it) gets the
+    # last queries of a bundle in one call, as any batch
+    vectors = unit_vectors(40, dim=DIM)
+    open_store = embedded_store(tmp_path, chunk_records(vectors))
+    _request_sizes.clear()
+    with TestPipeline() as p:
+        outputs = p | beam.Create(_queries(vectors, 9 + 8)) | Recall(
+            lambda: _CountsRequests(open_store(), 1), retrieve_k=5, batch_size=9)
+        assert_that(outputs.hits | beam.combiners.Count.Globally(), equal_to([17]))
+    assert sorted(_request_sizes) == [8, 9]
