@@ -12,8 +12,8 @@ thread (Beam's metrics belong to it), and what it raises fails its own element. 
 than two calls allowed, each element is answered on the step's thread, as any GuardedDoFn.
 
 A step that `gathers` n takes its input one by one and makes each n (per window, in order) one
-element: the batching of Beam's `BatchElements` without a step of its own, whose lists Beam
-would pickle to sample their size (a sampled batch of 1,024 queries costs ~17 ms).
+element: the batching of Beam's `BatchElements` without a step of its own, whose output lists
+Beam would pickle whole, query by query, to sample their size (docs/benchmarks.md).
 """
 
 from __future__ import annotations
